@@ -1,0 +1,61 @@
+import { ConfigError, GymError, UsageError } from '../errors.js';
+import { parseArgv, usage, type ParsedCommand } from './argv.js';
+
+/** A command receives the parsed command line and answers with the process exit code. */
+export type CommandHandler = (cmd: ParsedCommand) => Promise<number>;
+
+/** Each command lives in its own module, loaded on demand so `gym env status` does not pay for `eval run`. */
+const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
+  'env start': async () => (await import('./commands/env.js')).envStart,
+  'env status': async () => (await import('./commands/env.js')).envStatus,
+  'env stop': async () => (await import('./commands/env.js')).envStop,
+  'env resolve': async () => (await import('./commands/env.js')).envResolve,
+  'eval run': async () => (await import('./commands/eval.js')).evalRun,
+  'eval profile': async () => (await import('./commands/eval.js')).evalProfile,
+  'eval aggregate': async () => (await import('./commands/eval.js')).evalAggregate,
+  quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
+  'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,
+  version: async () => (await import('./commands/version.js')).version,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  let cmd: ParsedCommand;
+  try {
+    cmd = parseArgv(argv);
+  } catch (err) {
+    return reportError(err);
+  }
+  if (cmd.command === 'help' || cmd.help) {
+    process.stdout.write(usage(cmd.command === 'help' ? undefined : cmd.command));
+    return cmd.command === 'help' && !cmd.help ? 1 : 0;
+  }
+  const load = COMMANDS[cmd.command];
+  if (!load) {
+    process.stderr.write(usage());
+    return 2;
+  }
+  try {
+    return await (await load())(cmd);
+  } catch (err) {
+    return reportError(err, cmd);
+  }
+}
+
+/**
+ * Bad input is the user's to fix: one paragraph, no stack trace. Anything else is our bug: say so, and show the
+ * stack only when asked (`-v`).
+ */
+function reportError(err: unknown, cmd?: ParsedCommand): number {
+  if (err instanceof UsageError) {
+    process.stderr.write(`${cmd ? usage(cmd.command) : ''}gym: error: ${err.message}\n`);
+    return 2;
+  }
+  if (err instanceof ConfigError || (err instanceof GymError && err.errorClass === 'config')) {
+    process.stderr.write(`Error: ${err.message}\n`);
+    return 1;
+  }
+  const verbose = cmd?.overrides.includes('+verbose=true') ?? false;
+  const text = err instanceof Error ? (verbose ? (err.stack ?? err.message) : `${err.name}: ${err.message}`) : String(err);
+  process.stderr.write(`Error: ${text}\n(This is unexpected; rerun with -v for details and report it.)\n`);
+  return 1;
+}

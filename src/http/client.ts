@@ -1,0 +1,281 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
+import { GymError } from '../errors.js';
+import type { CookieJar } from './cookies.js';
+
+/**
+ * The one HTTP client of a tsgym process. Behaviours are small pieces composed by the caller rather than
+ * flags threaded through the rollout loop:
+ *
+ * - `request()`      one attempt: a deadline covering headers and body, a bounded body read, redirects never
+ *                    followed, proxy variables never read (undici's `Agent` has no proxy support by design),
+ *                    an optional per-peer cookie jar.
+ * - `withRetries()`  a bounded retry budget around any attempt, deciding by the error's `kind`.
+ * - `postJson()`     the internal hop (collector → agent → environment): both of the above with the D12 budget.
+ *
+ * Failures are `HttpTransportError`s with a `kind`, so callers classify by structure, never by message text.
+ */
+
+export type TransportErrorKind =
+  | 'connect' // refused, reset, DNS, socket closed before the reply: the request may not have been processed
+  | 'timeout' // our deadline fired
+  | 'aborted' // the caller's signal fired
+  | 'too_large' // the body exceeded maxBodyBytes
+  | 'body_read' // headers arrived, then the body failed
+  | 'tls' // certificate problems never fix themselves within a retry window
+  | 'other';
+
+export class HttpTransportError extends GymError {
+  constructor(
+    readonly kind: TransportErrorKind,
+    readonly url: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(`GYM_HTTP_${kind.toUpperCase()}`, 'retryable', message, { cause });
+  }
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** `Set-Cookie` header values of this response. */
+  setCookies: string[];
+  text(): string;
+  json(): unknown;
+}
+
+export interface RequestOptions {
+  method?: 'GET' | 'POST';
+  /** JSON-encoded as the body with `Content-Type: application/json`. */
+  json?: unknown;
+  /** A pre-encoded JSON body (saves a re-encode when the caller already has the bytes). */
+  jsonText?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Sent as `Cookie`, and updated from the response's `Set-Cookie`. */
+  jar?: CookieJar;
+  /** Deadline for the whole exchange, headers and body. */
+  timeoutMs: number;
+  maxBodyBytes?: number;
+  signal?: AbortSignal;
+}
+
+let sharedDispatcher: Dispatcher | undefined;
+
+/** The process-wide keep-alive pool. Unbounded connections per origin: admission control belongs to callers. */
+export function dispatcher(): Dispatcher {
+  sharedDispatcher ??= new Agent({
+    keepAliveTimeout: 15_000,
+    keepAliveMaxTimeout: 60_000,
+    // Our own deadline (timeoutMs) bounds every exchange; undici's 300 s defaults would cut 30-minute calls.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: 10_000 },
+  });
+  return sharedDispatcher;
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function errorCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = errorCode(err);
+  const cause = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
+  return `${err.name}${code ? ` ${code}` : ''}: ${err.message}${cause}`;
+}
+
+function classify(err: unknown): TransportErrorKind {
+  const code = errorCode(err);
+  if (code === undefined) return 'other';
+  if (CONNECT_CODES.has(code)) return 'connect';
+  if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL')) return 'tls';
+  return 'other';
+}
+
+/** One HTTP exchange. Never follows redirects: a 3xx comes back as a response for the caller to judge. */
+export async function request(url: string, options: RequestOptions): Promise<HttpResponse> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, options.timeoutMs);
+  const outer = options.signal;
+  const onOuterAbort = (): void => controller.abort();
+  if (outer) {
+    if (outer.aborted) controller.abort();
+    else outer.addEventListener('abort', onOuterAbort, { once: true });
+  }
+  const failure = (kind: TransportErrorKind, message: string, cause?: unknown): HttpTransportError => {
+    if (timedOut) return new HttpTransportError('timeout', url, `timed out after ${options.timeoutMs / 1000}s`, cause);
+    if (outer?.aborted) return new HttpTransportError('aborted', url, 'request aborted', cause);
+    return new HttpTransportError(kind, url, message, cause);
+  };
+
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Buffer | undefined;
+  if (options.jsonText !== undefined) body = options.jsonText;
+  else if (options.json !== undefined) body = JSON.stringify(options.json);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const cookie = options.jar?.header();
+  if (cookie) headers.cookie = cookie;
+
+  try {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await dispatcher().request({
+        origin: originOf(url),
+        path: pathOf(url),
+        method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+        headers,
+        body,
+        signal: controller.signal,
+      });
+    } catch (err) {
+      throw failure(classify(err), describe(err), err);
+    }
+    const setCookies = toList(res.headers['set-cookie']);
+    options.jar?.absorb(setCookies);
+    let payload: Buffer;
+    try {
+      payload = await readBounded(res.body, options.maxBodyBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        throw new HttpTransportError(
+          'too_large',
+          url,
+          `response body too large: more than ${options.maxBodyBytes} bytes (max_response_bytes)`,
+        );
+      }
+      throw failure('body_read', `reading the response body failed: ${describe(err)}`, err);
+    }
+    let decoded: string | undefined;
+    return {
+      status: res.statusCode,
+      headers: res.headers as IncomingHttpHeaders,
+      body: payload,
+      setCookies,
+      text: () => (decoded ??= payload.toString('utf8')),
+      json: () => JSON.parse((decoded ??= payload.toString('utf8'))),
+    };
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+class BodyTooLarge extends Error {}
+
+async function readBounded(body: Dispatcher.ResponseData['body'], limit: number | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (limit !== undefined && size > limit) {
+      body.destroy();
+      throw new BodyTooLarge();
+    }
+    chunks.push(buf);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+function toList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function originOf(url: string): string {
+  const u = new URL(url);
+  return u.origin;
+}
+
+function pathOf(url: string): string {
+  const u = new URL(url);
+  return u.pathname + u.search;
+}
+
+export interface RetryPolicy {
+  /** Total attempts, the first included. */
+  attempts: number;
+  delayMs: number;
+  /** Whether this failure may be retried. */
+  retryOn: (err: unknown) => boolean;
+  signal?: AbortSignal;
+}
+
+/** Run `attempt` until it succeeds, a failure is not retryable, or the budget is spent (then the last error). */
+export async function withRetries<T>(attempt: (index: number) => Promise<T>, policy: RetryPolicy): Promise<T> {
+  for (let index = 0; ; index++) {
+    try {
+      return await attempt(index);
+    } catch (err) {
+      if (index + 1 >= policy.attempts || !policy.retryOn(err) || policy.signal?.aborted) throw err;
+      await delay(policy.delayMs, policy.signal);
+    }
+  }
+}
+
+export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export const isConnectError = (err: unknown): boolean =>
+  err instanceof HttpTransportError && err.kind === 'connect';
+
+export interface InternalCallOptions {
+  /** JSON body; without one (and without `jsonText`) the call is a GET. */
+  json?: unknown;
+  jsonText?: string | Buffer;
+  jar?: CookieJar;
+  timeoutMs: number;
+  /** Total attempts for connection-class failures (D12: bounded, never forever). */
+  attempts?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * An internal hop between tsgym processes: JSON POST (GET without a body), bounded deadline, connection
+ * failures retried a bounded number of times. HTTP error statuses come back as responses.
+ */
+export function callInternal(url: string, options: InternalCallOptions): Promise<HttpResponse> {
+  const { attempts = 3, ...rest } = options;
+  return withRetries(() => request(url, rest), {
+    attempts,
+    delayMs: 250,
+    retryOn: isConnectError,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}

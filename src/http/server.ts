@@ -1,0 +1,306 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { z } from 'zod';
+import { parseCookieHeader } from './cookies.js';
+
+/**
+ * A deliberately small HTTP framework on `node:http` for every tsgym server (resources servers, agents, the
+ * head server, scripted test services). Handlers receive a parsed request and return a plain reply object;
+ * the framework owns JSON encoding, 404/405/422/500 shapes (FastAPI-compatible, so tools written against the
+ * reference read the same texts) and server timeouts suitable for 35-minute rollouts.
+ */
+
+export interface GymRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly cookies: Record<string, string>;
+  readonly body: Buffer;
+  /** Scratch space for middleware (for example the session id). */
+  readonly locals: Record<string, unknown>;
+  /** The JSON body (undefined for an empty body). Malformed JSON answers 400 with the parser's reason. */
+  json(): unknown;
+  /** Resolves when the client goes away before the reply is sent: long handlers use it to stop early. */
+  readonly signal: AbortSignal;
+}
+
+export interface GymReply {
+  status?: number;
+  /** JSON-encoded into the body. */
+  body?: unknown;
+  /** Sent as-is instead of `body`. */
+  raw?: string | Buffer;
+  contentType?: string;
+  headers?: Record<string, string>;
+  setCookies?: string[];
+}
+
+export type Handler = (req: GymRequest) => GymReply | Promise<GymReply>;
+export type Middleware = (req: GymRequest, next: () => Promise<GymReply>) => Promise<GymReply>;
+
+/** Throw from a handler to answer with a status and a FastAPI-style `{"detail": …}` body. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: unknown,
+  ) {
+    super(typeof detail === 'string' ? detail : JSON.stringify(detail));
+    this.name = 'HttpError';
+  }
+}
+
+export interface AppOptions {
+  /** Requests with a larger body are answered 413 without buffering the rest. */
+  maxBodyBytes?: number;
+  /** Called for unexpected handler errors (500s), so servers can log them. */
+  onError?: (err: unknown, req: GymRequest) => void;
+}
+
+export interface Listening {
+  server: http.Server;
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024;
+
+export class App {
+  private readonly routes = new Map<string, Handler>();
+  private readonly paths = new Set<string>();
+  private readonly middleware: Middleware[] = [];
+  private readonly maxBodyBytes: number;
+  private readonly onError: ((err: unknown, req: GymRequest) => void) | undefined;
+
+  constructor(options: AppOptions = {}) {
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.onError = options.onError;
+  }
+
+  get(path: string, handler: Handler): this {
+    return this.route('GET', path, handler);
+  }
+
+  post(path: string, handler: Handler): this {
+    return this.route('POST', path, handler);
+  }
+
+  route(method: string, path: string, handler: Handler): this {
+    this.routes.set(`${method} ${path}`, handler);
+    this.paths.add(path);
+    return this;
+  }
+
+  /** Middleware runs outermost-first and also wraps 404s and error replies (so a session cookie survives them). */
+  use(middleware: Middleware): this {
+    this.middleware.push(middleware);
+    return this;
+  }
+
+  hasRoute(method: string, path: string): boolean {
+    return this.routes.has(`${method} ${path}`);
+  }
+
+  /** The `node:http` request listener. */
+  readonly listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    void this.serve(req, res);
+  };
+
+  async listen(port = 0, host = '127.0.0.1'): Promise<Listening> {
+    const server = http.createServer(
+      // A rollout's /run may legitimately last 35 minutes: no request deadline at this layer.
+      { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 },
+      this.listener,
+    );
+    // Longer than any client's keep-alive so a client never writes into a socket the server is closing.
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    const shownHost = host.includes(':') ? `[${host}]` : host;
+    return {
+      server,
+      port: address.port,
+      url: `http://${shownHost}:${address.port}`,
+      close: () => closeServer(server),
+    };
+  }
+
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    let body: Buffer;
+    try {
+      body = await readBody(req, this.maxBodyBytes);
+    } catch (err) {
+      if (err instanceof HttpError) {
+        send(res, { status: err.status, body: { detail: err.detail } });
+        req.resume();
+      } else {
+        res.destroy();
+      }
+      return;
+    }
+    const rawUrl = req.url ?? '/';
+    const q = rawUrl.indexOf('?');
+    const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
+    const request = new IncomingRequest(
+      req.method ?? 'GET',
+      path,
+      q < 0 ? '' : rawUrl.slice(q + 1),
+      req.headers,
+      body,
+      abort.signal,
+    );
+    let reply: GymReply;
+    try {
+      reply = await this.dispatch(request, 0);
+    } catch (err) {
+      reply = this.errorReply(err, request);
+    }
+    if (!res.destroyed) send(res, reply);
+  }
+
+  private dispatch(req: GymRequest, index: number): Promise<GymReply> {
+    const mw = this.middleware[index];
+    if (mw) return mw(req, () => this.dispatch(req, index + 1));
+    return this.invoke(req);
+  }
+
+  private async invoke(req: GymRequest): Promise<GymReply> {
+    const handler = this.routes.get(`${req.method} ${req.path}`);
+    if (!handler) {
+      const status = this.paths.has(req.path) ? 405 : 404;
+      return { status, body: { detail: status === 405 ? 'Method Not Allowed' : 'Not Found' } };
+    }
+    try {
+      return await handler(req);
+    } catch (err) {
+      return this.errorReply(err, req);
+    }
+  }
+
+  private errorReply(err: unknown, req: GymRequest): GymReply {
+    if (err instanceof HttpError) return { status: err.status, body: { detail: err.detail } };
+    this.onError?.(err, req);
+    const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    return { status: 500, body: text };
+  }
+}
+
+class IncomingRequest implements GymRequest {
+  readonly locals: Record<string, unknown> = {};
+  private parsedCookies: Record<string, string> | undefined;
+  private parsedQuery: URLSearchParams | undefined;
+  private parsed = false;
+  private parsedBody: unknown;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    private readonly rawQuery: string,
+    readonly headers: http.IncomingHttpHeaders,
+    readonly body: Buffer,
+    readonly signal: AbortSignal,
+  ) {}
+
+  get cookies(): Record<string, string> {
+    this.parsedCookies ??= parseCookieHeader(this.headers.cookie);
+    return this.parsedCookies;
+  }
+
+  get query(): URLSearchParams {
+    this.parsedQuery ??= new URLSearchParams(this.rawQuery);
+    return this.parsedQuery;
+  }
+
+  json(): unknown {
+    if (!this.parsed) {
+      this.parsed = true;
+      if (this.body.length === 0) {
+        this.parsedBody = undefined;
+      } else {
+        try {
+          this.parsedBody = JSON.parse(this.body.toString('utf8'));
+        } catch (err) {
+          throw new HttpError(400, `request body is not valid JSON: ${(err as Error).message}`);
+        }
+      }
+    }
+    return this.parsedBody;
+  }
+}
+
+/**
+ * Validate a JSON body against a zod schema; a mismatch answers 422 with FastAPI's detail shape, one entry per
+ * issue, each naming the field (`loc: ["body", "count"]`).
+ */
+export function parseBody<T>(schema: z.ZodType<T>, req: GymRequest): T {
+  const body = req.json();
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  throw new HttpError(
+    422,
+    result.error.issues.map((issue) => ({
+      type: issue.code,
+      loc: ['body', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+      msg: `${issue.path.length ? issue.path.join('.') : 'body'}: ${issue.message}`,
+    })),
+  );
+}
+
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new HttpError(413, `request body of ${declared} bytes is too large (limit ${limit})`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        reject(new HttpError(413, `request body is too large (limit ${limit} bytes)`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
+}
+
+function send(res: http.ServerResponse, reply: GymReply): void {
+  const payload =
+    reply.raw !== undefined
+      ? reply.raw
+      : reply.body === undefined
+        ? ''
+        : JSON.stringify(reply.body);
+  const headers: http.OutgoingHttpHeaders = {
+    'content-type': reply.contentType ?? 'application/json',
+    'content-length': Buffer.byteLength(payload),
+    ...reply.headers,
+  };
+  if (reply.setCookies && reply.setCookies.length > 0) headers['set-cookie'] = reply.setCookies;
+  res.writeHead(reply.status ?? 200, headers);
+  res.end(payload);
+}
+
+export function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    // In-flight long requests (a hung handler) must not keep a shutdown waiting.
+    setTimeout(() => server.closeAllConnections(), 500).unref();
+  });
+}

@@ -1,0 +1,49 @@
+import { pathToFileURL } from 'node:url';
+import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
+import { GymError } from '../errors.js';
+import type { App } from '../http/server.js';
+
+export interface ServeContext {
+  global: GlobalConfig;
+  instance: ServerInstance;
+}
+
+/**
+ * Entry point of a server process started by `gym env start`: read this instance's config from the environment
+ * (`NEMO_GYM_CONFIG_DICT` + `NEMO_GYM_CONFIG_PATH`), build the app, listen on the assigned host and port, and close
+ * cleanly on SIGINT/SIGTERM.
+ */
+export async function serveInstance(build: (ctx: ServeContext) => App | Promise<App>): Promise<void> {
+  try {
+    const ctx = readServerEnv();
+    const app = await build(ctx);
+    const { instance } = ctx;
+    const listening = await app.listen(instance.port, instance.host).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') {
+        throw new GymError(
+          'GYM_PORT_IN_USE',
+          'config',
+          `port ${instance.port} on ${instance.host} is already in use, so server '${instance.name}' cannot start. ` +
+            `Stop whatever holds it, or set another port with ++${instance.name}.${instance.serverType}.${instance.impl}.port=<free port> ` +
+            '(or leave the port unset to get a free one).',
+        );
+      }
+      throw err;
+    });
+    process.stdout.write(`${instance.name} listening on ${listening.url}\n`);
+    const stop = (): void => {
+      void listening.close().then(() => process.exit(0));
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  } catch (err) {
+    process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+/** True when the module at `importMetaUrl` is the process's entry script (`node app.js`). */
+export function isMainModule(importMetaUrl: string): boolean {
+  const entry = process.argv[1];
+  return entry !== undefined && pathToFileURL(entry).href === importMetaUrl;
+}
