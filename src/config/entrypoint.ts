@@ -1,0 +1,89 @@
+/**
+ * Entrypoint compatibility (decision C1): reference configs say `entrypoint: app.py`. When a TS/JS sibling
+ * with the same stem exists, that runs instead; a real Python server with no sibling still runs with python3
+ * (it reads the same two env vars). TS inside the install root runs as its compiled twin under dist/.
+ */
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError } from '../errors.js';
+
+export interface LaunchSpec {
+  command: string;
+  args: string[];
+  cwd: string;
+}
+
+const JS_EXTENSIONS = ['.js', '.mjs', '.cjs'];
+
+function isFile(file: string): boolean {
+  return existsSync(file) && statSync(file).isFile();
+}
+
+/** First root containing the directory `<serverType>/<impl>/`. */
+export function resolveServerDir(serverType: string, impl: string, roots: readonly string[]): string {
+  const relative = path.join(serverType, impl);
+  const looked = roots.map((root) => path.join(root, relative));
+  const found = looked.find((dir) => existsSync(dir) && statSync(dir).isDirectory());
+  if (found !== undefined) return found;
+  throw new ConfigError(
+    `The server code directory '${relative}' was not found. Looked in: ${looked.join(', ')}. The impl key under ${serverType} names a directory <root>/${relative}; check its spelling, or add the root that holds it with --search-dir DIR (NEMO_GYM_EXTRA_ROOTS).`,
+    'GYM_CONFIG_SERVER_DIR',
+  );
+}
+
+function insideDir(dir: string, file: string): boolean {
+  const relative = path.relative(dir, file);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
+}
+
+function nodeLaunch(file: string, cwd: string): LaunchSpec {
+  return { command: process.execPath, args: [file], cwd };
+}
+
+/** How to run `entrypoint` (relative to `serverDir`). */
+export function resolveLaunch(serverDir: string, entrypoint: string, installRoot: string): LaunchSpec {
+  const named = path.resolve(serverDir, entrypoint);
+  const extension = path.extname(named);
+  const stem = extension === '' ? named : named.slice(0, -extension.length);
+  const tried: string[] = [];
+
+  if (JS_EXTENSIONS.includes(extension)) {
+    tried.push(named);
+    if (isFile(named)) return nodeLaunch(named, serverDir);
+  }
+  const jsSibling = `${stem}.js`;
+  if (!tried.includes(jsSibling)) {
+    tried.push(jsSibling);
+    if (isFile(jsSibling)) return nodeLaunch(jsSibling, serverDir);
+  }
+  const tsSibling = `${stem}.ts`;
+  tried.push(tsSibling);
+  if (isFile(tsSibling)) {
+    if (insideDir(installRoot, tsSibling)) {
+      const twin = path.join(installRoot, 'dist', path.relative(installRoot, stem) + '.js');
+      if (isFile(twin)) return nodeLaunch(twin, serverDir);
+      throw new ConfigError(
+        `Entrypoint '${entrypoint}' in '${serverDir}' is TypeScript ('${tsSibling}'), and its compiled twin '${twin}' does not exist. Build tsgym first: run npm run build in '${installRoot}'.`,
+        'GYM_CONFIG_ENTRYPOINT',
+      );
+    }
+    throw new ConfigError(
+      `Entrypoint '${entrypoint}' in '${serverDir}' resolves to the TypeScript file '${tsSibling}', which is outside the tsgym install root and so is not compiled by tsgym. Compile it to '${path.basename(jsSibling)}' next to it (e.g. tsc) and it will be run with node.`,
+      'GYM_CONFIG_ENTRYPOINT',
+    );
+  }
+  if (extension === '.py') {
+    tried.push(named);
+    if (isFile(named)) return { command: 'python3', args: [named], cwd: serverDir };
+  }
+  if (isFile(named) && !tried.includes(named)) {
+    throw new ConfigError(
+      `Entrypoint '${entrypoint}' in '${serverDir}' is a '${extension || 'extensionless'}' file, which tsgym cannot run. Use a .js/.ts entrypoint (run with node) or a .py one (run with python3).`,
+      'GYM_CONFIG_ENTRYPOINT',
+    );
+  }
+  throw new ConfigError(
+    `Entrypoint '${entrypoint}' was not found in server directory '${serverDir}'. Tried: ${tried.map((file) => path.basename(file)).join(', ')}. Fix the entrypoint key, or add the file.`,
+    'GYM_CONFIG_ENTRYPOINT',
+  );
+}

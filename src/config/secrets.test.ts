@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { closeMatches, similarityRatio } from './did-you-mean.js';
+import { describeConfig, maskSecrets } from './secrets.js';
+import { parseConfigYaml } from './yaml-io.js';
+
+describe('maskSecrets', () => {
+  test('values under key/token/secret/password keys become ****, lists become lists of ****', () => {
+    const config = {
+      policy_api_key: 'sk-live',
+      hf_token: 'hf_x',
+      nested: { Client_Secret: 'shh', DB_PASSWORD: 'pw', plain: 'visible', api_keys: ['a', 'b'] },
+      max_output_tokens: 100,
+    };
+    assert.deepEqual(maskSecrets(config), {
+      policy_api_key: '****',
+      hf_token: '****',
+      nested: { Client_Secret: '****', DB_PASSWORD: '****', plain: 'visible', api_keys: ['****', '****'] },
+      max_output_tokens: '****',
+    });
+  });
+
+  test('mappings under a matching key are walked, so instance names containing "key" keep their address', () => {
+    const config = { keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: 't' } } } };
+    assert.deepEqual(maskSecrets(config), { keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: '****' } } } });
+  });
+
+  test('the input is never modified', () => {
+    const config = { api_key: 'sk', list: [{ token: 'x' }] };
+    const before = structuredClone(config);
+    maskSecrets(config);
+    assert.deepEqual(config, before);
+  });
+});
+
+test('describeConfig is the masked config as YAML', () => {
+  const config = { policy_api_key: 'sk-live', shared: { a: 1 }, again: { a: 1 } };
+  const yaml = describeConfig(config);
+  assert.ok(!yaml.includes('sk-live'));
+  assert.ok(!yaml.includes('&'), 'no YAML anchors');
+  assert.deepEqual(parseConfigYaml(yaml, 'test'), { policy_api_key: '****', shared: { a: 1 }, again: { a: 1 } });
+});
+
+describe('did-you-mean (difflib)', () => {
+  test('ratio matches difflib', () => {
+    assert.equal(similarityRatio('abcd', 'bcde'), 0.75);
+    assert.equal(similarityRatio('', ''), 1);
+    assert.equal(similarityRatio('counter_env', 'countr_env'), 2 * 10 / 21);
+  });
+
+  test('close matches: cutoff 0.6, best first, at most n', () => {
+    assert.deepEqual(closeMatches('appel', ['ape', 'apple', 'peach', 'puppy']), ['apple', 'ape']);
+    assert.deepEqual(closeMatches('zzz', ['apple']), []);
+    assert.deepEqual(closeMatches('--limt', ['--limit', '--list', '--config'], 1), ['--limit']);
+  });
+});
