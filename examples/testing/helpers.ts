@@ -1,0 +1,133 @@
+/**
+ * Shared by the examples' tests: start an example the way a user does (one command, in a child process),
+ * hold its output, run the conformance checker, and run real rollouts through tsgym's remote agent.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { runAgentCheck, type AgentCheckReport } from '../../src/check/agent-check.js';
+import { request } from '../../src/http/client.js';
+
+/** The repository root (this file runs from dist/examples/testing/). */
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** Compiled example files live here. */
+export const DIST_EXAMPLES = fileURLToPath(new URL('../', import.meta.url));
+
+export interface SpawnedService {
+  url: string;
+  child: ChildProcess;
+  /** Everything the process printed on stdout and stderr so far. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+/**
+ * Spawn a service and resolve with its URL once it prints `listening on http://…`. Rejects with the process's
+ * output when it exits first or stays silent for `timeoutMs`.
+ */
+export function spawnService(
+  command: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<SpawnedService> {
+  const child = spawn(command, args, { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let printed = '';
+  const output = (): string => printed;
+  const close = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void close();
+      reject(new Error(`${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 10_000} ms:\n${printed}`));
+    }, options.timeoutMs ?? 10_000);
+    const onData = (chunk: Buffer): void => {
+      printed += chunk.toString('utf8');
+      const match = /listening on (http:\/\/\S+)/.exec(printed);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1]!, child, output, close });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} ${args.join(' ')} exited (${code ?? signal}) before listening:\n${printed}`));
+    });
+  });
+}
+
+/** Run `gym agent check` against `url` and fail the test, listing the offending lines, unless every check passes. */
+export async function assertAgentCheckPasses(url: string): Promise<AgentCheckReport> {
+  const report = await runAgentCheck(url, { timeoutMs: 10_000 });
+  const notPassing = report.checks.filter((check) => check.status !== 'pass');
+  assert.deepEqual(
+    notPassing.map((check) => `${check.status.toUpperCase()} ${check.name}: ${check.detail}`),
+    [],
+    'every check passes',
+  );
+  return report;
+}
+
+export interface RolloutResults {
+  rewards: number[];
+  rows: Record<string, any>[];
+}
+
+/**
+ * The five counter tasks of the dataset, each as one real rollout: the counter environment and tsgym's remote
+ * agent on loopback ports, driving the service at `serviceUrl`. Resolves `undefined` (with the reason) when the
+ * remote agent cannot be loaded in this checkout.
+ */
+export async function runCounterRollouts(serviceUrl: string): Promise<RolloutResults | { unavailable: string }> {
+  let agentModule: typeof import('../../responses_api_agents/remote_agent/app.js');
+  let configModule: typeof import('../../responses_api_agents/remote_agent/config.js');
+  let envModule: typeof import('../../resources_servers/example_session_state_mgmt/app.js');
+  try {
+    agentModule = await import('../../responses_api_agents/remote_agent/app.js');
+    configModule = await import('../../responses_api_agents/remote_agent/config.js');
+    envModule = await import('../../resources_servers/example_session_state_mgmt/app.js');
+  } catch (err) {
+    return { unavailable: `the remote agent could not be loaded: ${(err as Error).message}` };
+  }
+  const envName = 'example_session_state_mgmt_resources_server';
+  const env = await envModule.createCounterServer(envName).listen(0);
+  const config = configModule.parseRemoteAgentConfig(
+    { agent_base_url: serviceUrl, resources_server: { type: 'resources_servers', name: envName }, max_steps: 8 },
+    'remote_agent',
+  );
+  const agent = await agentModule
+    .createRemoteAgent({ config, resourcesServer: { name: envName, url: env.url }, log: () => {} })
+    .app.listen(0);
+  try {
+    const dataset = readFileSync(`${REPO_ROOT}resources_servers/example_session_state_mgmt/data/example.jsonl`, 'utf8');
+    const rows = await Promise.all(
+      dataset
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map(async (line) => {
+          const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: line, timeoutMs: 20_000 });
+          assert.equal(res.status, 200, res.text());
+          return res.json() as Record<string, any>;
+        }),
+    );
+    return { rewards: rows.map((row) => row.reward as number), rows };
+  } finally {
+    await agent.close();
+    await env.close();
+  }
+}
+
+/** The item types of a finished rollout's trajectory, e.g. function_call, function_call_output, …, message. */
+export function trajectoryTypes(row: Record<string, any>): string[] {
+  return (row.response?.output ?? []).map((item: { type?: string }) => item.type ?? 'message');
+}

@@ -1,0 +1,155 @@
+import { isAssistantMessage, validateResponse, validateUsage } from '../contract.js';
+
+/**
+ * The per-response rules of `gym agent check`, applied to every answer a service gives, plus Gym's reading of
+ * the answer (which calls it must run, whether the rollout is finished) so the checker can carry on the
+ * conversation exactly as the remote agent would.
+ */
+
+export type Level = 'fail' | 'warn';
+
+export interface Finding {
+  check: string;
+  level: Level;
+  detail: string;
+  /** Overrides the check's usual fix when this finding needs another. */
+  fix?: string;
+}
+
+export interface Ask {
+  callId: string;
+  name: string;
+  arguments: unknown;
+}
+
+export interface Reading {
+  findings: Finding[];
+  /** False when Gym would reject the object (a terminal failure): the conversation cannot go on. */
+  valid: boolean;
+  /** Unpaired calls, duplicates collapsed to the last, in order of first appearance (as Gym runs them). */
+  asks: Ask[];
+  hasAssistantMessage: boolean;
+  finalText: string | undefined;
+  incomplete: boolean;
+}
+
+type Item = Record<string, unknown>;
+
+export function inspectResponse(body: Record<string, unknown>, declaredTools: readonly string[]): Reading {
+  const findings: Finding[] = [];
+  const add = (check: string, level: Level, detail: string): void => {
+    findings.push({ check, level, detail });
+  };
+
+  // Usage is judged by its own check, so one mistake is reported once, under the name that explains it.
+  const shape = validateResponse({ ...body, usage: undefined });
+  if (!shape.ok) add('responses-object', 'fail', `invalid Responses API object: ${shape.message}`);
+  if (body.usage === undefined || body.usage === null) {
+    add('usage', 'warn', 'no usage reported (allowed, but token metrics will be empty)');
+  } else {
+    const usage = validateUsage(body.usage);
+    if (!usage.ok) add('usage', 'fail', `partial usage, which Gym rejects as an invalid Responses object: ${usage.message}`);
+  }
+
+  const output = Array.isArray(body.output) ? (body.output as unknown[]) : [];
+  const items = output.map((item) => (typeof item === 'object' && item !== null ? (item as Item) : {}));
+  const calls = items.map((item, index) => ({ item, index })).filter(({ item }) => item.type === 'function_call');
+  const outputs = items.map((item, index) => ({ item, index })).filter(({ item }) => item.type === 'function_call_output');
+  const outputIds = new Set(outputs.map(({ item }) => item.call_id));
+  const callIds = new Set(calls.map(({ item }) => item.call_id));
+
+  const firstUse = new Map<unknown, number>();
+  for (const { item, index } of calls) {
+    const earlier = firstUse.get(item.call_id);
+    if (earlier === undefined) firstUse.set(item.call_id, index);
+    else add('unique-call-ids', 'fail', `call_id ${JSON.stringify(item.call_id)} is used by output[${earlier}] and output[${index}]`);
+  }
+
+  const unpaired = calls.filter(({ item }) => !outputIds.has(item.call_id));
+  for (const { item, index } of calls) {
+    const paired = outputIds.has(item.call_id);
+    const args = item.arguments;
+    if (typeof args !== 'string') {
+      add('arguments', 'fail', `output[${index}].arguments is ${kind(args)}, not JSON text (encode it: JSON.stringify(args))`);
+    } else if (!paired) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(args);
+        if (kind(parsed) !== 'an object') {
+          add('arguments', 'fail', `output[${index}].arguments is JSON ${kind(parsed)}, not an object: ${excerpt(args)}`);
+        }
+      } catch {
+        add('arguments', 'fail', `output[${index}].arguments is not valid JSON: ${excerpt(args)}`);
+      }
+    }
+    if (!paired && typeof item.name === 'string' && !declaredTools.includes(item.name)) {
+      add(
+        'declared-tools',
+        'fail',
+        `output[${index}] asks for '${item.name}', which the request did not declare ` +
+          `(declared: ${declaredTools.join(', ') || 'none'})`,
+      );
+    }
+  }
+
+  const orphans = outputs.filter(({ item }) => !callIds.has(item.call_id));
+  for (const { item, index } of orphans) {
+    if (unpaired.length > 0) {
+      const call = unpaired[0]!;
+      add(
+        'pairing',
+        'fail',
+        `output[${index}] is a function_call_output for call_id ${JSON.stringify(item.call_id)}, which no call in this ` +
+          `response has, next to the unpaired call output[${call.index}] ('${String(call.item.name)}', call_id ` +
+          `${JSON.stringify(call.item.call_id)}): Gym will run that tool again`,
+      );
+    } else {
+      add('pairing', 'warn', `output[${index}] is a function_call_output for call_id ${JSON.stringify(item.call_id)}, which no call in this response has`);
+    }
+  }
+
+  // Gym's reading: duplicates collapse to the last occurrence, run in order of first appearance.
+  const asks = new Map<unknown, Ask>();
+  for (const { item } of unpaired) {
+    const ask = { callId: String(item.call_id), name: String(item.name), arguments: item.arguments };
+    asks.set(item.call_id, ask); // a Map keeps a key's first position when its value is replaced
+  }
+  const messages = items.filter((item) => item.type === 'message' && isAssistantMessage(item));
+  const incomplete = body.incomplete_details !== undefined && body.incomplete_details !== null;
+  if (shape.ok && asks.size === 0 && messages.length === 0 && !incomplete) {
+    add(
+      'next-step',
+      'fail',
+      `the response has neither an unpaired function_call nor an assistant message (output types: ` +
+        `${items.map((item) => String(item.type)).join(', ') || 'none'}); Gym fails such a rollout at once`,
+    );
+  }
+  return {
+    findings,
+    valid: shape.ok && (body.usage == null || validateUsage(body.usage).ok),
+    asks: [...asks.values()],
+    hasAssistantMessage: messages.length > 0,
+    finalText: messages.length > 0 ? messages.map(messageText).join(' ') : undefined,
+    incomplete,
+  };
+}
+
+function messageText(item: Item): string {
+  if (typeof item.content === 'string') return item.content;
+  if (!Array.isArray(item.content)) return '';
+  return item.content
+    .map((part) => (typeof part === 'object' && part !== null ? ((part as { text?: unknown }).text ?? '') : ''))
+    .join(' ');
+}
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'missing';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}
+
+function excerpt(text: string): string {
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+}

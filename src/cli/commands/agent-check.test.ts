@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startCounterPlannerService, type StartedService } from '../../../examples/counter-planner/index.js';
+import { UsageError } from '../../errors.js';
+import { reply, startScriptedService } from '../../testing/index.js';
+import type { ParsedCommand } from '../argv.js';
+import { agentCheck } from './agent-check.js';
+
+const command = (positionals: string[], overrides: string[] = []): ParsedCommand => ({
+  command: 'agent check',
+  noServe: false,
+  positionals,
+  overrides,
+  help: false,
+});
+
+async function run(cmd: ParsedCommand): Promise<{ code: number; out: string }> {
+  let out = '';
+  const code = await agentCheck(cmd, { stdout: { write: (text: string) => (out += text) } });
+  return { code, out };
+}
+
+describe('gym agent check <url>', () => {
+  let service: StartedService;
+  before(async () => {
+    service = await startCounterPlannerService({ port: 0 });
+  });
+  after(() => service.close());
+
+  test('prints one line per check and a summary, exit 0 when nothing fails', async () => {
+    const { code, out } = await run(command([`${service.url}/`]));
+    assert.equal(code, 0);
+    const lines = out.trimEnd().split('\n');
+    assert.equal(lines[0], `gym agent check ${service.url}/v1/responses`, 'the trailing slash is dropped');
+    const checkLines = lines.slice(1, -2);
+    assert.equal(checkLines.length, 15);
+    for (const line of checkLines) assert.match(line, /^PASS  [a-z-]+ +\S/);
+    assert.match(lines.at(-2)!, /^Summary: 15 passed, 0 warnings, 0 failed\. \d+ calls, p50 [\d.]+ ms, max [\d.]+ ms\.$/);
+    assert.equal(lines.at(-1), 'Ready for a run.');
+  });
+
+  test('--json (+json=true) prints the machine-readable report', async () => {
+    const { code, out } = await run(command([service.url], ['+json=true', '+timeout_secs=5', '+max_steps=6']));
+    assert.equal(code, 0);
+    const report = JSON.parse(out) as { ok: boolean; checks: { name: string; status: string }[]; summary: Record<string, number> };
+    assert.equal(report.ok, true);
+    assert.deepEqual(report.summary, { pass: 15, warn: 0, fail: 0, skip: 0 });
+    assert.equal(report.checks[0]!.name, 'reachable');
+  });
+
+  test('exit 1 on a FAIL, with the fix on the failing line', async () => {
+    const broken = await startScriptedService(() => reply.status(500, 'kaboom'));
+    try {
+      const { code, out } = await run(command([broken.url]));
+      assert.equal(code, 1);
+      assert.match(out, /^FAIL  http-reply +conversation call 1: HTTP 500: kaboom \(\+3 more\)\. Fix: Answer POST \/v1\/responses with HTTP 200/m);
+      assert.match(out, /^FAIL  conversation +could not go on after call 1: see http-reply\. Fix: Fix the http-reply failure/m);
+      assert.match(out, /^SKIP  cookies +no successful conversation to judge\.$/m);
+      assert.match(out, /Not ready: fix the FAIL lines above before a big run\.\n$/);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  test('usage errors (exit 2): no URL, a bad URL (never echoed), extra arguments, unknown or bad settings', async () => {
+    await assert.rejects(agentCheck(command([])), (err) => err instanceof UsageError && /needs the base URL/.test(err.message));
+    await assert.rejects(agentCheck(command(['ftp://h:1'])), (err) => err instanceof UsageError && /http:\/\/ or https:\/\//.test(err.message));
+    await assert.rejects(
+      agentCheck(command(['http://user:hunter2@h:1'])),
+      (err) => err instanceof UsageError && /embeds credentials/.test(err.message) && !err.message.includes('hunter2'),
+    );
+    await assert.rejects(agentCheck(command([service.url, 'extra'])), (err) => err instanceof UsageError && /unexpected: extra/.test(err.message));
+    await assert.rejects(agentCheck(command([service.url], ['+timout_secs=5'])), (err) => err instanceof UsageError && /Did you mean \+timeout_secs\?/.test(err.message));
+    await assert.rejects(agentCheck(command([service.url], ['+timeout_secs=0'])), (err) => err instanceof UsageError && /seconds > 0/.test(err.message));
+    await assert.rejects(agentCheck(command([service.url], ['+max_steps=2.5'])), (err) => err instanceof UsageError && /integer ≥ 1/.test(err.message));
+  });
+});

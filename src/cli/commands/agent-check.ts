@@ -1,0 +1,79 @@
+import { normalizeAgentBaseUrl } from '../../../responses_api_agents/remote_agent/config.js';
+import { runAgentCheck } from '../../check/agent-check.js';
+import { formatReport } from '../../check/format.js';
+import { closeMatches } from '../../config/did-you-mean.js';
+import { parseOverrideValue } from '../../config/override-grammar.js';
+import { ConfigError, UsageError } from '../../errors.js';
+import type { ParsedCommand } from '../argv.js';
+
+/** The overrides `gym agent check` reads, with their defaults. */
+const SETTINGS = {
+  json: false,
+  timeout_secs: 60,
+  max_steps: 8,
+  verbose: false,
+};
+type Settings = typeof SETTINGS;
+
+export interface AgentCheckIo {
+  stdout: { write(text: string): unknown };
+}
+
+/**
+ * `gym agent check <agent_base_url>`: probe a service the way the remote agent will call it and report each check.
+ * Exit 0 when nothing failed, 1 when a check failed; a missing or malformed URL is a usage error (exit 2).
+ */
+export async function agentCheck(cmd: ParsedCommand, io: AgentCheckIo = process): Promise<number> {
+  const [raw, ...extra] = cmd.positionals;
+  if (raw === undefined) {
+    throw new UsageError('gym agent check needs the base URL of your service, e.g. gym agent check http://localhost:9000');
+  }
+  if (extra.length > 0) throw new UsageError(`gym agent check takes one URL; unexpected: ${extra.join(' ')}`);
+  let baseUrl: string;
+  try {
+    baseUrl = normalizeAgentBaseUrl(raw, 'the service URL');
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const settings = readSettings(cmd.overrides);
+  const report = await runAgentCheck(baseUrl, {
+    timeoutMs: settings.timeout_secs * 1000,
+    maxSteps: settings.max_steps,
+  });
+  io.stdout.write(settings.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  return report.ok ? 0 : 1;
+}
+
+function readSettings(overrides: readonly string[]): Settings {
+  const settings = { ...SETTINGS };
+  for (const token of overrides) {
+    const match = /^\+{1,2}([A-Za-z_][\w.]*)=(.*)$/s.exec(token);
+    if (!match) throw new UsageError(`gym agent check does not understand '${token}'; it takes +key=value overrides only.`);
+    const [, key, text] = match as unknown as [string, string, string];
+    if (!Object.hasOwn(SETTINGS, key)) {
+      const hint = closeMatches(key, Object.keys(SETTINGS), 1)[0];
+      throw new UsageError(
+        `gym agent check has no setting '${key}'.${hint ? ` Did you mean +${hint}?` : ''} ` +
+          `Settings: ${Object.keys(SETTINGS).map((name) => `+${name}`).join(', ')}.`,
+      );
+    }
+    let value: unknown;
+    try {
+      value = parseOverrideValue(text);
+    } catch {
+      value = text;
+    }
+    const name = key as keyof Settings;
+    if (typeof SETTINGS[name] === 'boolean') {
+      if (typeof value !== 'boolean') throw new UsageError(`+${key} must be true or false, got '${text}'.`);
+      (settings as Record<string, unknown>)[name] = value;
+    } else {
+      const isCount = name === 'max_steps';
+      const ok = typeof value === 'number' && Number.isFinite(value) && value > 0 && (!isCount || Number.isInteger(value));
+      if (!ok) throw new UsageError(`+${key} must be ${isCount ? 'an integer ≥ 1' : 'a number of seconds > 0'}, got '${text}'.`);
+      (settings as Record<string, unknown>)[name] = value;
+    }
+  }
+  return settings;
+}
