@@ -31,6 +31,8 @@ export class HttpTransportError extends GymError {
     readonly url: string,
     message: string,
     cause?: unknown,
+    /** Whether the failure came before the response headers or while reading the body. */
+    readonly phase: 'headers' | 'body' = 'headers',
   ) {
     super(`GYM_HTTP_${kind.toUpperCase()}`, 'retryable', message, { cause });
   }
@@ -128,10 +130,17 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
     if (outer.aborted) controller.abort();
     else outer.addEventListener('abort', onOuterAbort, { once: true });
   }
-  const failure = (kind: TransportErrorKind, message: string, cause?: unknown): HttpTransportError => {
-    if (timedOut) return new HttpTransportError('timeout', url, `timed out after ${options.timeoutMs / 1000}s`, cause);
-    if (outer?.aborted) return new HttpTransportError('aborted', url, 'request aborted', cause);
-    return new HttpTransportError(kind, url, message, cause);
+  const failure = (
+    kind: TransportErrorKind,
+    message: string,
+    cause: unknown,
+    phase: 'headers' | 'body',
+  ): HttpTransportError => {
+    if (timedOut) {
+      return new HttpTransportError('timeout', url, `timed out after ${options.timeoutMs / 1000}s`, cause, phase);
+    }
+    if (outer?.aborted) return new HttpTransportError('aborted', url, 'request aborted', cause, phase);
+    return new HttpTransportError(kind, url, message, cause, phase);
   };
 
   const headers: Record<string, string> = { ...options.headers };
@@ -154,7 +163,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
         signal: controller.signal,
       });
     } catch (err) {
-      throw failure(classify(err), describe(err), err);
+      throw failure(classify(err), describe(err), err, 'headers');
     }
     const setCookies = toList(res.headers['set-cookie']);
     options.jar?.absorb(setCookies);
@@ -167,9 +176,11 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
           'too_large',
           url,
           `response body too large: more than ${options.maxBodyBytes} bytes (max_response_bytes)`,
+          undefined,
+          'body',
         );
       }
-      throw failure('body_read', `reading the response body failed: ${describe(err)}`, err);
+      throw failure('body_read', `reading the response body failed: ${describe(err)}`, err, 'body');
     }
     let decoded: string | undefined;
     return {

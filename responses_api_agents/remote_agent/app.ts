@@ -1,0 +1,152 @@
+import { validateCreateParams } from '../../src/contract.js';
+import { resolveRef } from '../../src/config/index.js';
+import { RetryableRolloutError } from '../../src/errors.js';
+import { CookieJar } from '../../src/http/cookies.js';
+import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
+import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
+import { isMainModule, serveInstance } from '../../src/server/serve.js';
+import { withRunBudget } from './budget.js';
+import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
+import { Environment } from './environment.js';
+import { AgentLog, type LogSink } from './log.js';
+import { runAgentLoop, Trajectory } from './loop.js';
+import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
+import { ServiceClient } from './service-client.js';
+
+/**
+ * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)
+ * through Gym's seed → loop → verify, holding the environment session and converting every failure into a
+ * reward-0 row. The contract the service implements is in the README (section "Drive a remote agent").
+ */
+
+export interface RemoteAgentOptions {
+  config: RemoteAgentConfig;
+  /** The resolved `resources_server` reference. */
+  resourcesServer: { name: string; url: string };
+  /** Instance name, for logs. */
+  name?: string;
+  /** Where warnings and failure lines go (stdout by default). */
+  log?: LogSink;
+  /** Print full error bodies and validation messages of service-hop failures (`global_aiohttp_client_request_debug`). */
+  debug?: boolean;
+  /** Bound on the `/aggregate_metrics` proxy (600 s). */
+  aggregateTimeoutSecs?: number;
+  /** Pause between connection attempts to the service (~0.5 s). */
+  connectRetryDelayMs?: number;
+  /** The environment client; defaults to one for `resourcesServer`. */
+  environment?: Environment;
+}
+
+export interface RemoteAgent {
+  app: App;
+  /** The concurrency cap shared by `/run` and `/v1/responses`. */
+  limiter: FifoSemaphore;
+  config: RemoteAgentConfig;
+}
+
+const AGGREGATE_TIMEOUT_SECS = 600;
+
+export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
+  const { config } = options;
+  const log = new AgentLog(options.log);
+  for (const warning of config.warnings) log.line(`WARNING: [remote_agent] ${warning}`);
+  const debug = options.debug ? (line: string) => log.line(line) : undefined;
+  const ctx: RolloutContext = {
+    config,
+    log,
+    limiter: new FifoSemaphore(config.concurrency),
+    environment: options.environment ?? new Environment(options.resourcesServer.name, options.resourcesServer.url),
+    service: new ServiceClient({
+      baseUrl: config.agentBaseUrl,
+      timeoutSecs: config.remoteResponsesTimeoutSecs,
+      maxResponseBytes: config.maxResponseBytes,
+      ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
+      ...(debug ? { debug } : {}),
+    }),
+  };
+
+  const app = createAgentServer({
+    name: options.name ?? 'remote_agent',
+
+    async run(req) {
+      let body: unknown;
+      try {
+        body = req.json();
+      } catch (err) {
+        // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
+        return { body: rejectRunBody(`/run body is not valid JSON: ${(err as Error).message}`, ctx) };
+      }
+      return { body: await runRollout(body, ctx, req.signal) };
+    },
+
+    async responses(req) {
+      const params = validateCreateParams(req.json());
+      if (!params.ok) {
+        throw new HttpError(422, [{ type: 'value_error', loc: ['body'], msg: params.message }]);
+      }
+      // The live route runs the loop on the caller's environment session: its cookies are the environment jar.
+      const envJar = jarFromRequest(req);
+      const response = await withRunBudget(
+        ctx.limiter,
+        config.runTimeoutSecs,
+        (budget) =>
+          runAgentLoop(
+            params.value,
+            {
+              service: ctx.service,
+              environment: ctx.environment,
+              serviceJar: new CookieJar(),
+              envJar,
+              maxSteps: config.maxSteps,
+              budget,
+            },
+            new Trajectory(),
+          ),
+        { callerSignal: req.signal },
+      );
+      return {
+        body: response,
+        setCookies: Object.entries(envJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
+      };
+    },
+
+    async aggregateMetrics(req) {
+      const environment = ctx.environment;
+      const timeoutSecs = options.aggregateTimeoutSecs ?? AGGREGATE_TIMEOUT_SECS;
+      const res = await environment.aggregateMetrics(req.body.length > 0 ? req.body : '{}', timeoutSecs * 1000);
+      if (res.status < 200 || res.status >= 300) {
+        throw new RetryableRolloutError(
+          'RESOURCES_SERVER_HTTP_STATUS',
+          `/aggregate_metrics on the resources server '${environment.name}' failed: HTTP ${res.status}: ` +
+            res.body.subarray(0, 500).toString('utf8'),
+        );
+      }
+      return { raw: res.body, contentType: 'application/json' };
+    },
+  });
+
+  return { app, limiter: ctx.limiter, config };
+}
+
+function jarFromRequest(req: GymRequest): CookieJar {
+  const jar = new CookieJar();
+  jar.absorb(Object.entries(req.cookies).map(([name, value]) => `${name}=${value}`));
+  return jar;
+}
+
+if (isMainModule(import.meta.url)) {
+  void serveInstance(({ global, instance }) => {
+    const config = parseRemoteAgentConfig(instance.config, instance.name);
+    const resources = resolveRef(
+      global,
+      config.resourcesServer,
+      `${instance.name}.${instance.serverType}.${instance.impl}.resources_server`,
+    );
+    return createRemoteAgent({
+      config,
+      resourcesServer: { name: resources.name, url: resources.url },
+      name: instance.name,
+      debug: global.global_aiohttp_client_request_debug === true,
+    }).app;
+  });
+}

@@ -1,0 +1,182 @@
+import { performance } from 'node:perf_hooks';
+import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
+import {
+  describeError,
+  isGymError,
+  RetryableRolloutError,
+  TerminalRolloutError,
+  type GymError,
+} from '../../src/errors.js';
+import { CookieJar } from '../../src/http/cookies.js';
+import type { FifoSemaphore } from '../../src/server/agent-server.js';
+import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
+import type { RemoteAgentConfig } from './config.js';
+import type { Environment } from './environment.js';
+import type { AgentLog } from './log.js';
+import { runAgentLoop, Trajectory } from './loop.js';
+import type { ServiceClient } from './service-client.js';
+
+/**
+ * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
+ * the service, verify on the same session, and return `{...row, ...verifyResult}`. Every failure becomes a
+ * reward-0 row (remote-agent-cases.md §0.1) whose `_ng_failure_terminal` comes from the typed error's class,
+ * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
+ */
+
+export type Row = Record<string, unknown>;
+
+export interface RolloutContext {
+  config: RemoteAgentConfig;
+  service: ServiceClient;
+  environment: Environment;
+  limiter: FifoSemaphore;
+  log: AgentLog;
+}
+
+export const FAILURE_CLASS = 'remote_agent_error';
+
+/**
+ * Result keys a previous run wrote into rows that may be fed back as input (a rollouts file or a failures
+ * sidecar). They are removed first, so a stale value can neither collide with nor leak into this run's result.
+ */
+export const STALE_RESULT_KEYS = [
+  'reward',
+  'response',
+  'error',
+  '_ng_failure_class',
+  '_ng_no_persist',
+  '_ng_failure_terminal',
+  '_ng_failure_judge_error',
+  '_ng_partial_response',
+  '_ng_rollout_duration_secs',
+  '_ng_queue_wait_secs',
+] as const;
+
+export function stripStaleKeys(row: Row): Row {
+  const clean: Row = { ...row };
+  for (const key of STALE_RESULT_KEYS) delete clean[key];
+  return clean;
+}
+
+export async function runRollout(body: unknown, ctx: RolloutContext, callerSignal?: AbortSignal): Promise<Row> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
+  }
+  const row = stripStaleKeys(body as Row);
+  const clock: RunClock = { queuedAt: performance.now() };
+  const trajectory = new Trajectory();
+  try {
+    if ('skills_ref' in row) {
+      ctx.log.warn('skills_ref', 'the row carries skills_ref, which the remote agent ignores (it is never sent to the service)');
+    }
+    const params = validateCreateParams(row.responses_create_params);
+    if (!params.ok) {
+      throw terminal('REMOTE_AGENT_BAD_ROW', `the row's responses_create_params is invalid: ${params.message}`);
+    }
+    return await withRunBudget(
+      ctx.limiter,
+      ctx.config.runTimeoutSecs,
+      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx),
+      { clock, ...(callerSignal ? { callerSignal } : {}) },
+    );
+  } catch (err) {
+    // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
+    return failureRow(row, err, ctx, trajectory, clock);
+  }
+}
+
+/** The terminal failure row for a `/run` body that is not a row at all. */
+export function rejectRunBody(reason: string, ctx: RolloutContext): Row {
+  return failureRow({}, terminal('REMOTE_AGENT_BAD_ROW', reason), ctx);
+}
+
+async function seedLoopVerify(
+  row: Row,
+  params: CreateParams,
+  budget: RunBudget,
+  trajectory: Trajectory,
+  ctx: RolloutContext,
+): Promise<Row> {
+  // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
+  const envJar = new CookieJar();
+  const serviceJar = new CookieJar();
+
+  await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
+  const response = await stage(
+    'agent loop failed: ',
+    runAgentLoop(
+      params,
+      {
+        service: ctx.service,
+        environment: ctx.environment,
+        serviceJar,
+        envJar,
+        maxSteps: ctx.config.maxSteps,
+        budget,
+      },
+      trajectory,
+    ),
+  );
+  warnAboutUsage(trajectory, ctx.log);
+  const verified = await stage(
+    '/verify on the resources server failed: ',
+    ctx.environment.verify({ ...row, response }, envJar, budget),
+  );
+  return { ...row, ...verified };
+}
+
+function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
+  if (trajectory.stepsWithUsage === 0) {
+    log.warn('no_usage', 'the remote service reported no usage on any step; token metrics for this rollout are empty');
+  } else if (trajectory.stepsWithUsage < trajectory.steps) {
+    log.warn(
+      'mixed_usage',
+      `the remote service reported usage on ${trajectory.stepsWithUsage} of ${trajectory.steps} steps; ` +
+        'token totals undercount (report usage on every step or on none)',
+    );
+  }
+}
+
+/** Prefix a failure with where it happened, keeping its class and code. Unexpected errors pass unchanged. */
+async function stage<T>(prefix: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (!isGymError(err)) throw err;
+    const Class = err.errorClass === 'terminal' ? TerminalRolloutError : RetryableRolloutError;
+    throw new Class(err.code, prefix + err.message, { cause: err });
+  }
+}
+
+function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Trajectory, clock?: RunClock): Row {
+  const error = isGymError(err) ? err.message : `unexpected error: ${describeError(err)}`;
+  const result: Row = {
+    ...row,
+    reward: 0.0,
+    response: placeholderResponse(),
+    error,
+    _ng_failure_class: FAILURE_CLASS,
+  };
+  if (isGymError(err) && err.errorClass === 'terminal') result._ng_failure_terminal = true;
+  if (trajectory && !trajectory.isEmpty) result._ng_partial_response = trajectory.toResponse();
+  if (clock?.admittedAt !== undefined) {
+    result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);
+    result._ng_rollout_duration_secs = seconds(performance.now() - clock.admittedAt);
+  }
+  ctx.log.rolloutFailed(error);
+  return result;
+}
+
+function terminal(code: string, message: string): GymError {
+  return new TerminalRolloutError(code, message);
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms) / 1000;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'an empty body';
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}

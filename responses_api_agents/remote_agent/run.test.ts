@@ -1,0 +1,488 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { App, HttpError } from '../../src/http/server.js';
+import {
+  assistantMessage,
+  finalAnswer,
+  functionCall,
+  reply,
+  responseObject,
+  toolAsk,
+  type ServiceCall,
+} from '../../src/testing/index.js';
+import { Environment } from './environment.js';
+import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
+import { basicRow, ENV_COOKIE, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
+
+/** A gate per service call: the call waits until the test opens it. */
+function gates() {
+  const opens = new Map<number, () => void>();
+  const waits = new Map<number, Promise<void>>();
+  const gateOf = (index: number): Promise<void> => {
+    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
+    return waits.get(index)!;
+  };
+  return {
+    wait: (call: ServiceCall) => gateOf(call.index),
+    open: (index: number) => {
+      void gateOf(index);
+      opens.get(index)!();
+    },
+  };
+}
+
+/** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    if (predicate()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.fail(`never happened: ${what}`);
+}
+
+const STALE = {
+  reward: 0.75,
+  response: { id: 'stale' },
+  error: 'old error',
+  _ng_failure_class: 'remote_agent_error',
+  _ng_no_persist: true,
+  _ng_failure_terminal: true,
+  _ng_partial_response: { id: 'stale-partial' },
+  _ng_rollout_duration_secs: 99,
+};
+
+describe('I. Gym-side failures', () => {
+  test('case 49: seed fails → failure row naming /seed_session, the service is never called, no verify', async () => {
+    const h = await startHarness({
+      service: [finalAnswer('never')],
+      env: { seed: () => { throw new HttpError(500, 'seed exploded'); } },
+    });
+    try {
+      const result = await h.run(basicRow());
+      assert.equal(result._ng_failure_class, 'remote_agent_error');
+      assert.match(result.error, /^\/seed_session on the resources server failed: HTTP 500: .*seed exploded/);
+      assert.equal(h.service.calls.length, 0);
+      assert.equal(h.env.to('/verify').length, 0);
+      assert.equal(result._ng_partial_response, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 50: verify fails → non-terminal failure row naming /verify, reward 0.0, the full trajectory kept as evidence', async () => {
+    const h = await startHarness({
+      service: [toolAsk(functionCall('increment_counter', { count: 1 })), finalAnswer('done')],
+      env: { verify: () => { throw new HttpError(500, 'verifier down'); } },
+    });
+    try {
+      const result = await h.run(basicRow());
+      assert.equal(result.reward, 0.0);
+      assert.equal(result._ng_failure_terminal, undefined);
+      assert.match(result.error, /^\/verify on the resources server failed: HTTP 500: .*verifier down/);
+      assert.deepEqual(typesOf(result._ng_partial_response.output), ['function_call', 'function_call_output', 'message']);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('U33: a verify body without a numeric reward fails with a clear "/verify returned an invalid body"', async () => {
+    const app = new App()
+      .post('/seed_session', () => ({ body: {} }))
+      .post('/verify', () => ({ body: { score: 1 } }));
+    const env = await listenEnv(app, 'odd_verifier');
+    const h = await startHarness({ service: [finalAnswer('ok')], env });
+    try {
+      const result = await h.run(basicRow());
+      assert.match(result.error, /^\/verify on the resources server failed: \/verify returned an invalid body .*`reward` is missing/);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 51: verify extras pass through unchanged', async () => {
+    const h = await startHarness({ service: [finalAnswer('ok')], env: { verify: () => ({ reward: 0.5, grading_notes: 'half right' }) } });
+    try {
+      const result = await h.run(basicRow('q', { dataset_extra: 7 }));
+      assert.equal(result.reward, 0.5);
+      assert.equal(result.grading_notes, 'half right');
+      assert.equal(result.dataset_extra, 7);
+      assert.equal(result._ng_failure_class, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 52: an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
+    const env = await startRecordingEnv();
+    class BuggyEnvironment extends Environment {
+      override async verify(): Promise<Record<string, unknown>> {
+        throw new TypeError('internal bug');
+      }
+    }
+    const h = await startHarness({ service: [finalAnswer('ok')], env, agent: { environment: new BuggyEnvironment(env.name, env.url) } });
+    try {
+      const res = await h.post('/run', basicRow());
+      assert.equal(res.status, 200);
+      assert.equal(res.body._ng_failure_class, 'remote_agent_error');
+      assert.equal(res.body.error, 'unexpected error: TypeError: internal bug');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 53: skills_ref is ignored with a warning; the rollout proceeds and the service never gets it', async () => {
+    const h = await startHarness({ service: [finalAnswer('ok')] });
+    try {
+      const result = await h.run(basicRow('q', { skills_ref: { name: 'some_skills' } }));
+      assert.equal(result.reward, 1.0);
+      assert.equal(result._ng_failure_class, undefined);
+      assert.ok(h.logs.some((line) => /^WARNING: .*skills_ref/.test(line)));
+      assert.ok(!JSON.stringify(h.service.calls[0]!.body).includes('skills_ref'));
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('D11 / U30: invalid responses_create_params → a terminal failure row with HTTP 200; nothing is called', async () => {
+    const h = await startHarness({ service: [finalAnswer('never')] });
+    try {
+      for (const params of [
+        { input: 'x', foo: 1 },
+        { input: 'x', stream: true },
+        { tools: [] },
+      ]) {
+        const res = await h.post('/run', { ...basicRow(), responses_create_params: params });
+        assert.equal(res.status, 200);
+        assert.equal(res.body._ng_failure_terminal, true);
+        assert.match(res.body.error, /responses_create_params is invalid: /);
+      }
+      const missing = await h.run({ verifier_metadata: {} });
+      assert.equal(missing._ng_failure_terminal, true);
+      assert.equal(h.service.calls.length, 0);
+      assert.equal(h.env.requests.length, 0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('D11: a /run body that is not a JSON object, or not JSON at all, is still a terminal failure row with 200', async () => {
+    const h = await startHarness({ service: [] });
+    try {
+      for (const body of ['[1, 2]', 'not json', '"row"']) {
+        const res = await h.post('/run', body);
+        assert.equal(res.status, 200);
+        assert.equal(res.body._ng_failure_terminal, true);
+        assert.equal(res.body.reward, 0.0);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('D2 / U28: a failure row keeps the placeholder response plus the partial trajectory, the attempt index and timing', async () => {
+    const h = await startHarness({
+      service: [toolAsk(functionCall('increment_counter', { count: 1 }, 'c1')), reply.status(500, 'died')],
+    });
+    try {
+      const result = await h.run(basicRow('q', { _ng_task_index: 4, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
+      assert.equal(result.response.id, 'remote_agent_failure');
+      assert.equal(result.response.output[0].type, 'message');
+      assert.equal(result._ng_attempt_index, 2);
+      assert.equal(result._ng_task_index, 4);
+      assert.deepEqual(typesOf(result._ng_partial_response.output), ['function_call', 'function_call_output']);
+      assert.equal(result._ng_partial_response.output[1].output, '{"success":true}');
+      assert.equal(typeof result._ng_rollout_duration_secs, 'number');
+      assert.equal(typeof result._ng_queue_wait_secs, 'number');
+      assert.equal(result._ng_no_persist, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('J. timeouts and concurrency', () => {
+  test('case 54 / D13: the whole-run timeout fails the row at once and aborts the in-flight service call', async () => {
+    const h = await startHarness({ service: () => reply.hang(), config: { run_timeout_secs: 0.2 } });
+    try {
+      const started = performance.now();
+      const result = await h.run(basicRow());
+      assert.ok(performance.now() - started < 1500);
+      assert.equal(result.error, '/run exceeded run_timeout_secs=0.2s (seed + agent/tool loop + verify)');
+      assert.equal(result._ng_failure_terminal, undefined);
+      const call = h.service.calls[0]!;
+      if (!call.signal.aborted) await new Promise((resolve) => call.signal.addEventListener('abort', resolve));
+      assert.equal(h.service.inFlight, 0);
+      await until(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, 'the slot is freed');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 55: concurrency 2 with 4 rollouts — never more than 2 at the service, all fail, every slot freed', async () => {
+    const gate = gates();
+    const h = await startHarness({
+      service: async (call) => {
+        await gate.wait(call);
+        return reply.status(500, 'released');
+      },
+      config: { concurrency: 2 },
+    });
+    try {
+      const runs = Array.from({ length: 4 }, (_, i) => h.run(basicRow(`task ${i}`)));
+      await h.service.waitForCalls(2);
+      assert.equal(h.service.inFlight, 2);
+      await until(() => h.agent.limiter.waiting === 2, 'two rollouts queue');
+      assert.equal(h.service.calls.length, 2);
+      for (let i = 0; i < 4; i++) {
+        gate.open(i);
+        if (i + 2 < 4) await h.service.call(i + 2);
+      }
+      const results = await Promise.all(runs);
+      for (const result of results) assert.match(result.error, /HTTP 500: released/);
+      assert.equal(h.service.maxInFlight, 2);
+      assert.equal(h.agent.limiter.available, 2);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('U7 / D13: right after run timeouts the cap still holds — calls at the service never exceed concurrency', async () => {
+    const h = await startHarness({ service: () => reply.hang(), config: { concurrency: 2, run_timeout_secs: 0.15 } });
+    try {
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => h.run(basicRow(`t${i}`))));
+      for (const result of results) assert.match(result.error, /run_timeout_secs=0\.15s/);
+      assert.equal(h.service.calls.length, 6);
+      assert.equal(h.service.maxInFlight, 2);
+      await until(() => h.agent.limiter.available === 2, 'slots freed');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 56: queue wait does not count against run_timeout_secs', async () => {
+    const h = await startHarness({
+      service: async (call) => {
+        // A holds the only slot for 0.4 s; B, queued meanwhile, then needs 0.2 s of its own (0.6 s > 0.5 s in all).
+        await new Promise((resolve) => setTimeout(resolve, call.index === 0 ? 400 : 200));
+        return finalAnswer('ok');
+      },
+      config: { concurrency: 1, run_timeout_secs: 0.5 },
+    });
+    try {
+      const a = h.run(basicRow('A'));
+      await h.service.call(0);
+      const b = h.run(basicRow('B'));
+      const [ra, rb] = await Promise.all([a, b]);
+      assert.equal(ra.reward, 1.0);
+      assert.equal(rb.reward, 1.0, rb.error);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('D13 / U7: direct /v1/responses calls share the cap with /run', async () => {
+    const gate = gates();
+    const h = await startHarness({
+      service: async (call) => {
+        await gate.wait(call);
+        return finalAnswer('ok');
+      },
+      config: { concurrency: 1 },
+    });
+    try {
+      const run = h.run(basicRow());
+      await h.service.call(0);
+      const direct = h.post('/v1/responses', { input: 'direct' });
+      await until(() => h.agent.limiter.waiting === 1, 'the direct call queues');
+      assert.equal(h.service.calls.length, 1);
+      gate.open(0);
+      gate.open(1);
+      await run;
+      assert.equal((await direct).status, 200);
+      assert.equal(h.service.maxInFlight, 1);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('K. re-fed output rows', () => {
+  test('case 57: stale result keys are stripped on success and never sent to seed or verify', async () => {
+    const h = await startHarness({ service: [finalAnswer('ok')] });
+    try {
+      const result = await h.run({ ...basicRow(), ...STALE });
+      assert.equal(result.reward, 1.0);
+      for (const key of ['_ng_failure_class', '_ng_no_persist', '_ng_failure_terminal', 'error', '_ng_partial_response', '_ng_rollout_duration_secs']) {
+        assert.equal(result[key], undefined, key);
+      }
+      assert.notEqual(result.response.id, 'stale');
+      for (const r of [h.env.to('/seed_session')[0]!, h.env.to('/verify')[0]!]) {
+        for (const key of ['reward', 'error', '_ng_failure_class', '_ng_no_persist', '_ng_failure_terminal', '_ng_partial_response']) {
+          assert.equal(r.body[key], undefined, `${r.path} got ${key}`);
+        }
+      }
+      assert.notEqual(h.env.to('/verify')[0]!.body.response.id, 'stale');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 58: stale keys on the failure path — a fresh failure row, still HTTP 200', async () => {
+    const h = await startHarness({ service: [reply.status(500, 'remote exploded')] });
+    try {
+      const res = await h.post('/run', { ...basicRow(), ...STALE });
+      assert.equal(res.status, 200);
+      const row = res.body;
+      assert.equal(row.reward, 0.0);
+      assert.equal(row.response.id, 'remote_agent_failure');
+      assert.match(row.error, /remote exploded/);
+      assert.equal(row._ng_failure_class, 'remote_agent_error');
+      assert.equal(row._ng_no_persist, undefined);
+      assert.equal(row._ng_failure_terminal, undefined);
+      assert.notEqual(row._ng_partial_response?.id, 'stale-partial');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('L. HTTP routes', () => {
+  test('case 59: /run happy path → 200 with reward 1.0; GET / answers ok', async () => {
+    const h = await startHarness({ service: [finalAnswer('ok')] });
+    try {
+      const res = await h.post('/run', basicRow());
+      assert.equal(res.status, 200);
+      assert.equal(res.body.reward, 1.0);
+      const { request } = await import('../../src/http/client.js');
+      const live = await request(`${h.url}/`, { timeoutMs: 2000 });
+      assert.deepEqual(live.json(), { status: 'ok' });
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 60: a /run failure is still 200 with the failure row intact', async () => {
+    const h = await startHarness({ service: [reply.status(500, 'nope')] });
+    try {
+      const res = await h.post('/run', basicRow());
+      assert.equal(res.status, 200);
+      assert.equal(res.body._ng_failure_class, 'remote_agent_error');
+      assert.equal(res.body.reward, 0.0);
+      assert.equal(res.body.response.output[0].type, 'message');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 61: /v1/responses is live — the merged trajectory on the caller\'s environment session', async () => {
+    const h = await startHarness({
+      service: [
+        reply.json(toolAsk(functionCall('increment_counter', { count: 2 }, 'c')), { setCookies: ['svc=secret'] }),
+        finalAnswer('done', { id: 'svc_traj' }),
+      ],
+    });
+    try {
+      const res = await h.post('/v1/responses', { input: 'go', tools: [] }, { cookie: 'session=caller' });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.id, 'svc_traj');
+      assert.deepEqual(typesOf(res.body.output), ['function_call', 'function_call_output', 'message']);
+      assert.equal(h.env.to('/increment_counter')[0]!.cookies.session, 'caller');
+      assert.ok(res.setCookies.some((c) => c.startsWith(`${ENV_COOKIE}=`)));
+      assert.ok(res.setCookies.some((c) => c.startsWith('session=caller')));
+      assert.ok(!res.setCookies.some((c) => c.includes('svc=secret')), 'service cookies never leave with the env jar');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 61: a failure on /v1/responses is HTTP 500 naming the error class; a terminal one says terminal', async () => {
+    const h = await startHarness({ service: [reply.status(500, 'kaboom'), { id: 'x', object: 'response' }] });
+    try {
+      const retryable = await h.post('/v1/responses', { input: 'go' });
+      assert.equal(retryable.status, 500);
+      assert.equal(retryable.body.error_class, 'retryable');
+      assert.match(retryable.body.error, /HTTP 500: kaboom/);
+      const terminal = await h.post('/v1/responses', { input: 'go' });
+      assert.equal(terminal.status, 500);
+      assert.equal(terminal.body.error_class, 'terminal');
+      assert.match(terminal.body.error, /invalid Responses API object/);
+      const invalid = await h.post('/v1/responses', { input: 'go', bogus: 1 });
+      assert.equal(invalid.status, 422);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('N. aggregate metrics proxy', () => {
+  test('case 68: /aggregate_metrics is forwarded unchanged to the resources server', async () => {
+    const h = await startHarness({ service: [] });
+    try {
+      const body = {
+        verify_responses: [
+          { ...basicRow(), reward: 1.0, _ng_task_index: 0, _ng_rollout_index: 0, response: responseObject([assistantMessage('a')]) },
+          { ...basicRow(), reward: 0.0, _ng_task_index: 0, _ng_rollout_index: 1, response: responseObject([assistantMessage('b')]) },
+        ],
+      };
+      const viaAgent = await h.post('/aggregate_metrics', body);
+      const direct = await (await import('../../src/http/client.js')).callInternal(`${h.env.url}/aggregate_metrics`, {
+        json: body,
+        timeoutMs: 5000,
+      });
+      assert.equal(viaAgent.status, 200);
+      assert.ok('key_metrics' in viaAgent.body);
+      assert.deepEqual(viaAgent.body, direct.json());
+      assert.deepEqual(h.env.to('/aggregate_metrics')[0]!.body, body);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 69: the proxy is bounded — a hanging resources server gives a 500 after the bound, not a hang', async () => {
+    const app = new App().post('/aggregate_metrics', (req) => new Promise((resolve) => req.signal.addEventListener('abort', () => resolve({}))));
+    const env = await listenEnv(app, 'hanging_env');
+    const h = await startHarness({ service: [], env, agent: { aggregateTimeoutSecs: 0.2 } });
+    try {
+      const started = performance.now();
+      const res = await h.post('/aggregate_metrics', { verify_responses: [] });
+      assert.ok(performance.now() - started < 2000);
+      assert.equal(res.status, 500);
+      assert.match(res.body.error, /\/aggregate_metrics on the resources server 'hanging_env' .* failed: timed out/);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('O. logging', () => {
+  test('case 70: warnings are throttled — 10 usage-less rollouts print exactly 5 "no usage" lines', async () => {
+    const h = await startHarness({ service: () => finalAnswer('ok', { usage: undefined }) });
+    try {
+      for (let i = 0; i < 10; i++) await h.run(basicRow());
+      assert.equal(h.logs.filter((line) => line.includes('no usage')).length, 5);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('case 70: failure lines read "[remote_agent] rollout failed (failure #n): …", 1–5 then every 100th', async () => {
+    const lines: string[] = [];
+    const log = new AgentLog((line) => lines.push(line));
+    for (let i = 0; i < 250; i++) log.rolloutFailed(`boom ${i + 1}`);
+    assert.deepEqual(
+      lines.map((line) => line.replace(/: boom \d+$/, '')),
+      [1, 2, 3, 4, 5, 100, 200].map((n) => `[remote_agent] rollout failed (failure #${n})`),
+    );
+    assert.equal(isThrottledOccurrencePrinted(101), false);
+  });
+
+  test('case 70: a failed rollout prints its failure line through the agent', async () => {
+    const h = await startHarness({ service: [reply.status(500, 'kaboom')] });
+    try {
+      await h.run(basicRow());
+      assert.ok(h.logs.includes('[remote_agent] rollout failed (failure #1): agent loop failed: HTTP 500: kaboom'));
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -1,0 +1,130 @@
+import { isGymError, describeError } from '../errors.js';
+import { App, HttpError, type GymReply, type GymRequest } from '../http/server.js';
+
+/**
+ * The base every agent server is written on: the four routes the collector and other servers rely on, each
+ * delegating to the agent's own function.
+ *
+ * - `POST /run`               one rollout row in, one result row out.
+ * - `POST /v1/responses`      the agent as a Responses-speaking service (create-params in, trajectory out).
+ * - `POST /aggregate_metrics` metrics over finished rollouts (agents usually proxy their resources server).
+ * - `GET /`                   liveness.
+ *
+ * A handler that throws answers 500 with a JSON body naming the failure's class and code, so a caller learns
+ * "terminal" structurally (decision D3) instead of by searching the text. `HttpError`s keep their own status.
+ */
+
+export interface AgentServerSpec {
+  /** Instance name, used in logs. */
+  name: string;
+  run(req: GymRequest): Promise<GymReply>;
+  responses(req: GymRequest): Promise<GymReply>;
+  aggregateMetrics(req: GymRequest): Promise<GymReply>;
+}
+
+/** The JSON body of a failed agent route. */
+export interface AgentErrorBody {
+  error: string;
+  error_class: 'config' | 'retryable' | 'terminal' | 'unexpected';
+  code: string;
+}
+
+export function createAgentServer(spec: AgentServerSpec): App {
+  const app = new App({
+    onError: (err, req) => process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`),
+  });
+  const guarded =
+    (handler: (req: GymRequest) => Promise<GymReply>) =>
+    async (req: GymRequest): Promise<GymReply> => {
+      try {
+        return await handler(req);
+      } catch (err) {
+        if (err instanceof HttpError) throw err;
+        if (!isGymError(err)) process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`);
+        return { status: 500, body: agentErrorBody(err) };
+      }
+    };
+  app.get('/', () => ({ body: { status: 'ok' } }));
+  app.post('/run', guarded(spec.run));
+  app.post('/v1/responses', guarded(spec.responses));
+  app.post('/aggregate_metrics', guarded(spec.aggregateMetrics));
+  return app;
+}
+
+export function agentErrorBody(err: unknown): AgentErrorBody {
+  if (isGymError(err)) return { error: err.message, error_class: err.errorClass, code: err.code };
+  return { error: describeError(err), error_class: 'unexpected', code: 'GYM_UNEXPECTED' };
+}
+
+function stackOf(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+/**
+ * First-come-first-served admission with a fixed number of slots (decision D13). `acquire` resolves with a
+ * release function that is safe to call more than once; a waiter whose signal fires leaves the queue.
+ */
+export class FifoSemaphore {
+  private free: number;
+  private readonly queue: Array<{ grant: (release: () => void) => void }> = [];
+
+  constructor(readonly slots: number) {
+    if (!Number.isInteger(slots) || slots < 1) throw new RangeError(`slots must be an integer ≥ 1, got ${slots}`);
+    this.free = slots;
+  }
+
+  /** Slots not held right now. */
+  get available(): number {
+    return this.free;
+  }
+
+  /** Callers waiting for a slot. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.free > 0 && this.queue.length === 0) {
+      this.free--;
+      return Promise.resolve(this.releaser());
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: (release: () => void) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+      };
+      const onAbort = (): void => {
+        const index = this.queue.indexOf(waiter);
+        if (index >= 0) this.queue.splice(index, 1);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(waiter);
+    });
+  }
+
+  /** Run `work` while holding a slot; the slot is released however `work` ends. */
+  async use<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const release = await this.acquire(signal);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  private releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.queue.shift();
+      // Hand the slot straight to the next waiter, so a newcomer can never overtake the queue.
+      if (next) next.grant(this.releaser());
+      else this.free++;
+    };
+  }
+}
