@@ -1,0 +1,376 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import {
+  installRoot,
+  isPortFree,
+  listServerInstances,
+  resolveLaunch,
+  resolveServerDir,
+  searchRoots,
+  serverEnv,
+  type GlobalConfig,
+  type LaunchSpec,
+  type ServerInstance,
+} from '../config/index.js';
+import { ConfigError, GymError } from '../errors.js';
+import type { Listening } from '../http/server.js';
+import { createHeadServer, type InstanceRecord } from '../server/head-server.js';
+import { answers, waitUntilAnswering } from './readiness.js';
+import { Reaper } from './reaper.js';
+import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
+
+/**
+ * Runs an environment: the head server in this process, every configured server as its own child process. Used by
+ * `gym env start` and by `gym eval run` without `--no-serve`.
+ *
+ * Lifetime guarantees: a server that dies during start-up stops the rest and fails the start with its last log
+ * lines; a server that dies later stops the rest too (a half-running environment would score rollouts against
+ * missing servers); `stop()` sends SIGINT, waits a grace period, then SIGKILLs and reaps. If this process dies
+ * without stopping (even by SIGKILL), the reaper (`reaper-main.ts`) kills the servers' process groups.
+ */
+
+export interface StartOptions {
+  /** Where `<instance>.log` files go. Default: the `nemo_gym_log_dir` key, else `<cwd>/logs/<timestamp>`. */
+  logDir?: string;
+  /** Receives the servers' output lines (prefixed `(<instance>) `) and progress notes. Default: stdout. */
+  out?: NodeJS.WritableStream;
+  cwd?: string;
+  /** Environment for search roots and for the servers. Default: `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Aborting during start-up stops everything started so far; the promise then rejects with `StartAborted`. */
+  signal?: AbortSignal;
+  /** How long every server together may take to answer. Default 120 s. */
+  startupTimeoutMs?: number;
+  /** How long a server may take to exit after SIGINT before it is SIGKILLed. Default 2 s. */
+  graceMs?: number;
+}
+
+export type StopReason =
+  | { kind: 'stopped' }
+  | { kind: 'shutdown_requested' }
+  | { kind: 'server_exited'; name: string; exit: ExitInfo; tail: string[]; logFile: string };
+
+export interface RunningEnvironment {
+  headUrl: string;
+  instances: InstanceRecord[];
+  logDir: string;
+  /** Resolves once everything has stopped, saying why (`stop()`, `POST /shutdown`, or a server that died). */
+  done: Promise<StopReason>;
+  /** Graceful stop of every server, then the head server. Idempotent. */
+  stop(): Promise<void>;
+  /** SIGKILL every server now (a second Ctrl-C); a running `stop()` then finishes at once. */
+  kill(): void;
+}
+
+/** The start was interrupted through `StartOptions.signal`; everything started has been stopped. */
+export class StartAborted extends GymError {
+  constructor() {
+    super('GYM_START_ABORTED', 'config', 'Start-up was interrupted; every server started so far has been stopped.');
+  }
+}
+
+const DEFAULT_GRACE_MS = 2_000;
+const DEFAULT_STARTUP_TIMEOUT_MS = 120_000;
+const PROGRESS_EVERY_MS = 5_000;
+
+const NO_SERVERS_MESSAGE =
+  'No server instances are configured, so there is nothing to run. Pass one or more configs, e.g.:\n' +
+  '  gym env start --config resources_servers/<env>/configs/<env>.yaml --config <agent config>.yaml';
+
+interface Plan {
+  instance: ServerInstance;
+  dirPath: string;
+  entrypoint: string;
+  launch: LaunchSpec;
+}
+
+export async function startEnvironment(config: GlobalConfig, options: StartOptions = {}): Promise<RunningEnvironment> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const out = options.out ?? process.stdout;
+
+  if (options.signal?.aborted) throw new StartAborted();
+  const instances = listServerInstances(config);
+  if (instances.length === 0) throw new ConfigError(NO_SERVERS_MESSAGE, 'GYM_NO_SERVER_INSTANCES');
+  const head = headAddress(config);
+  assertDistinctAddresses(head, instances);
+  // Everything that can be wrong in the config is checked before the first process starts.
+  const roots = searchRoots(env, cwd);
+  const plans: Plan[] = instances.map((instance) => {
+    const entrypoint = String(instance.config.entrypoint ?? '');
+    const dirPath = resolveServerDir(instance.serverType, instance.impl, roots);
+    return { instance, dirPath, entrypoint, launch: resolveLaunch(dirPath, entrypoint, installRoot()) };
+  });
+  await assertServerPortsFree(instances);
+  const logDir = makeLogDir(config, options.logDir, cwd);
+
+  const supervisor = new Supervisor(config, plans, logDir, out, env, options.graceMs ?? DEFAULT_GRACE_MS);
+  await supervisor.listenHead(head);
+  supervisor.spawnAll();
+  await supervisor.waitUntilReady(options.signal, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+  return supervisor.running();
+}
+
+class Supervisor {
+  private readonly processes: ServerProcess[] = [];
+  private readonly records: InstanceRecord[] = [];
+  private readonly reaper = new Reaper();
+  private head: Listening | undefined;
+  private stopping: Promise<void> | undefined;
+  private resolveDone!: (reason: StopReason) => void;
+  readonly done = new Promise<StopReason>((resolve) => (this.resolveDone = resolve));
+  private readonly killOnExit = (): void => this.kill();
+
+  constructor(
+    private readonly config: GlobalConfig,
+    private readonly plans: Plan[],
+    private readonly logDir: string,
+    private readonly out: NodeJS.WritableStream,
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly graceMs: number,
+  ) {
+    process.on('exit', this.killOnExit);
+  }
+
+  async listenHead(head: HeadAddress): Promise<void> {
+    const app = createHeadServer({
+      config: this.config,
+      instances: () => this.records,
+      onShutdown: () => void this.stop({ kind: 'shutdown_requested' }),
+    });
+    try {
+      this.head = await app.listen(head.port, head.host);
+    } catch (err) {
+      await this.stop({ kind: 'stopped' });
+      throw await headListenError(err, head);
+    }
+  }
+
+  spawnAll(): void {
+    for (const plan of this.plans) {
+      const { instance } = plan;
+      const server = new ServerProcess({
+        name: instance.name,
+        launch: plan.launch,
+        env: { ...this.env, ...serverEnv(this.config, instance.name) },
+        logFile: path.join(this.logDir, `${instance.name}.log`),
+        out: this.out,
+      });
+      const pid = server.pid;
+      if (pid !== undefined) {
+        this.reaper.register(pid);
+        void server.exited.then(() => this.reaper.unregister(pid));
+      }
+      this.processes.push(server);
+      this.records.push({
+        process_name: instance.name,
+        server_type: instance.serverType,
+        name: instance.impl,
+        dir_path: plan.dirPath,
+        entrypoint: plan.entrypoint,
+        host: instance.host,
+        port: instance.port,
+        url: instance.url,
+        pid: pid ?? null,
+        config_path: instance.name,
+        start_time: Date.now() / 1000,
+        status: null,
+        uptime_seconds: null,
+      });
+    }
+  }
+
+  async waitUntilReady(signal: AbortSignal | undefined, timeoutMs: number): Promise<void> {
+    const polls = new AbortController();
+    const ready = new Set<string>();
+    const n = this.processes.length;
+    const allUp = Promise.all(
+      this.processes.map(async (server, i) => {
+        if (await waitUntilAnswering(this.plans[i]!.instance.url, { signal: polls.signal })) ready.add(server.name);
+      }),
+    ).then(() => ({ kind: 'ready' as const }));
+    const firstExit = Promise.race(
+      this.processes.map((server) => server.exited.then((exit) => ({ kind: 'exited' as const, server, exit }))),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ kind: 'timeout' }>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
+    });
+    const aborted = new Promise<{ kind: 'aborted' }>((resolve) => {
+      if (signal?.aborted) resolve({ kind: 'aborted' });
+      signal?.addEventListener('abort', () => resolve({ kind: 'aborted' }), { once: true });
+    });
+    const waiting = (): string[] => this.processes.filter((s) => !ready.has(s.name)).map((s) => s.name);
+    const progress = setInterval(() => {
+      this.out.write(`${ready.size} / ${n} servers ready, waiting for: ${waiting().join(', ')}\n`);
+    }, PROGRESS_EVERY_MS);
+
+    const outcome = await Promise.race([allUp, firstExit, timedOut, aborted]);
+    clearInterval(progress);
+    clearTimeout(timer);
+    polls.abort();
+    if (outcome.kind === 'ready') {
+      this.watchForCrashes();
+      return;
+    }
+    const stillWaiting = waiting();
+    // A `POST /shutdown` during start-up makes servers exit; that is an interruption, not a crash.
+    const shutDownMeanwhile = this.stopping !== undefined;
+    await this.stop({ kind: 'stopped' });
+    if (outcome.kind === 'aborted' || shutDownMeanwhile) throw new StartAborted();
+    if (outcome.kind === 'exited') {
+      const { server, exit } = outcome;
+      throw new GymError(
+        'GYM_SERVER_EXITED',
+        'config',
+        `Server '${server.name}' ${describeExit(exit)} during start-up, so the environment did not start ` +
+          `(the other servers were stopped). ${formatTail(server.tail(), server.logFile)}`,
+      );
+    }
+    const slowest = this.processes.find((s) => s.name === stillWaiting[0]);
+    throw new GymError(
+      'GYM_STARTUP_TIMEOUT',
+      'config',
+      `${stillWaiting.length} of ${n} server(s) did not answer within ${timeoutMs / 1000}s: ${stillWaiting.join(', ')} ` +
+        `(all servers were stopped). ${slowest ? formatTail(slowest.tail(), slowest.logFile) : ''}`.trimEnd(),
+    );
+  }
+
+  running(): RunningEnvironment {
+    return {
+      headUrl: this.head!.url,
+      instances: this.records,
+      logDir: this.logDir,
+      done: this.done,
+      stop: () => this.stop({ kind: 'stopped' }),
+      kill: () => this.kill(),
+    };
+  }
+
+  /** Stop everything once; every caller gets the same promise. */
+  stop(reason: StopReason): Promise<void> {
+    this.stopping ??= (async () => {
+      await Promise.all(this.processes.map((server) => server.stop(this.graceMs)));
+      await this.head?.close();
+      this.reaper.close();
+      process.off('exit', this.killOnExit);
+      this.resolveDone(reason);
+    })();
+    return this.stopping;
+  }
+
+  kill(): void {
+    for (const server of this.processes) server.killNow();
+  }
+
+  private watchForCrashes(): void {
+    for (const server of this.processes) {
+      void server.exited.then((exit) => {
+        if (this.stopping) return;
+        this.out.write(`(${server.name}) ${describeExit(exit)} unexpectedly; stopping the environment.\n`);
+        void this.stop({ kind: 'server_exited', name: server.name, exit, tail: server.tail(), logFile: server.logFile });
+      });
+    }
+  }
+}
+
+/** `Its last N log lines (full log: …):` followed by the lines, indented. */
+export function formatTail(lines: readonly string[], logFile: string): string {
+  if (lines.length === 0) return `It wrote nothing (log: ${logFile}).`;
+  return `Its last ${lines.length} log line(s) (full log: ${logFile}):\n${lines.map((l) => `    ${l}`).join('\n')}`;
+}
+
+interface HeadAddress {
+  host: string;
+  port: number;
+  url: string;
+}
+
+/** Where the head server listens: `head_server.host/port`, default 127.0.0.1:11000 (decision C1). */
+export function headAddress(config: GlobalConfig): HeadAddress {
+  const block = config.head_server;
+  const headServer = typeof block === 'object' && block !== null ? (block as Record<string, unknown>) : {};
+  const host = typeof headServer.host === 'string' && headServer.host ? headServer.host : '127.0.0.1';
+  const port = headServer.port === undefined || headServer.port === null ? 11000 : Number(headServer.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(
+      `head_server.port must be a port number (0-65535), got ${JSON.stringify(headServer.port)}. ` +
+        'Set it with ++head_server.port=<port>.',
+      'GYM_HEAD_PORT',
+    );
+  }
+  return { host, port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}` };
+}
+
+function portKey(instance: ServerInstance): string {
+  return `++${instance.name}.${instance.serverType}.${instance.impl}.port`;
+}
+
+function assertDistinctAddresses(head: HeadAddress, instances: readonly ServerInstance[]): void {
+  const owners = new Map<number, string>([[head.port, 'head_server.port']]);
+  for (const instance of instances) {
+    const previous = owners.get(instance.port);
+    if (previous !== undefined) {
+      throw new ConfigError(
+        `Port ${instance.port} is assigned twice: to ${previous} and to server '${instance.name}'. ` +
+          `Give one of them another port (e.g. ${portKey(instance)}=<free port>), or leave the server's port unset to get a free one.`,
+        'GYM_PORT_CONFLICT',
+      );
+    }
+    owners.set(instance.port, `server '${instance.name}'`);
+  }
+}
+
+async function assertServerPortsFree(instances: readonly ServerInstance[]): Promise<void> {
+  const free = await Promise.all(instances.map((i) => isPortFree(i.port, i.host)));
+  const taken = instances.find((_, index) => !free[index]);
+  if (taken) {
+    throw new ConfigError(
+      `Port ${taken.port} on ${taken.host} is already in use, so server '${taken.name}' cannot start there. ` +
+        `Stop whatever holds it (a previous \`gym env start\`? \`gym env stop\` ends it), or choose another port with ` +
+        `${portKey(taken)}=<free port> (or leave the port unset to get a free one).`,
+      'GYM_PORT_IN_USE',
+    );
+  }
+}
+
+async function headListenError(err: unknown, head: HeadAddress): Promise<Error> {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') {
+    const gymAlreadyThere = await answers(head.url, 1_000);
+    return new ConfigError(
+      `Port ${head.port} on ${head.host} is already in use, so the head server cannot start. ` +
+        (gymAlreadyThere
+          ? `Something answers HTTP there — probably another \`gym env start\` (\`gym env stop ++head_server.port=${head.port}\` ends it). `
+          : '') +
+        `Choose another port with ++head_server.port=<free port> (pass the same override to \`gym env status\`, ` +
+        '`gym env stop` and `gym eval run --no-serve` so they find this environment).',
+      'GYM_PORT_IN_USE',
+    );
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EACCES') {
+    return new ConfigError(
+      `The head server cannot listen on ${head.host}:${head.port} (${code}). Set a local address with ` +
+        '++head_server.host=<host> and a port you may bind with ++head_server.port=<port>.',
+      'GYM_HEAD_LISTEN',
+    );
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The log directory, created: the explicit option, else `nemo_gym_log_dir`, else `<cwd>/logs/<timestamp>`. */
+function makeLogDir(config: GlobalConfig, explicit: string | undefined, cwd: string): string {
+  const configured = typeof config.nemo_gym_log_dir === 'string' && config.nemo_gym_log_dir ? config.nemo_gym_log_dir : undefined;
+  const chosen = explicit ?? configured;
+  const dir = chosen ? path.resolve(cwd, chosen) : path.join(cwd, 'logs', new Date().toISOString().replace(/:/g, '-'));
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw new ConfigError(
+      `The server log directory '${dir}' cannot be created (${(err as NodeJS.ErrnoException).code ?? String(err)}). ` +
+        'Choose a writable one with ++nemo_gym_log_dir=<dir>.',
+      'GYM_LOG_DIR',
+    );
+  }
+  return dir;
+}

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { z } from 'zod';
+import { request } from './client.js';
+import { App, HttpError, parseBody, type Listening } from './server.js';
+
+describe('http server', () => {
+  let listening: Listening;
+  const errors: unknown[] = [];
+
+  before(async () => {
+    const app = new App({ maxBodyBytes: 1024, onError: (err) => errors.push(err) });
+    app.get('/', () => ({ body: { status: 'ok' } }));
+    app.post('/count', (req) => ({ body: parseBody(z.object({ count: z.int() }), req) }));
+    app.post('/boom', () => {
+      throw new TypeError('bad thing');
+    });
+    app.post('/teapot', () => {
+      throw new HttpError(418, 'short and stout');
+    });
+    app.post('/echo', (req) => ({ body: { got: req.json() ?? null } }));
+    listening = await app.listen(0, '127.0.0.1');
+  });
+  after(() => listening.close());
+
+  it('answers an unknown path with 404 {"detail":"Not Found"}', async () => {
+    const res = await request(`${listening.url}/nowhere`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    assert.equal(res.status, 404);
+    assert.deepEqual(res.json(), { detail: 'Not Found' });
+  });
+
+  it('answers a known path with the wrong method with 405', async () => {
+    const res = await request(`${listening.url}/count`, { timeoutMs: 2_000 });
+    assert.equal(res.status, 405);
+    assert.deepEqual(res.json(), { detail: 'Method Not Allowed' });
+  });
+
+  it('answers an invalid body with 422 whose detail names the field', async () => {
+    const res = await request(`${listening.url}/count`, { json: { count: 'three' }, timeoutMs: 2_000 });
+    assert.equal(res.status, 422);
+    const detail = (res.json() as { detail: Array<{ loc: unknown[]; msg: string }> }).detail;
+    assert.deepEqual(detail[0]!.loc, ['body', 'count']);
+    assert.match(detail[0]!.msg, /count/);
+  });
+
+  it('answers a missing field with 422 naming it', async () => {
+    const res = await request(`${listening.url}/count`, { json: {}, timeoutMs: 2_000 });
+    assert.equal(res.status, 422);
+    assert.deepEqual((res.json() as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc, ['body', 'count']);
+  });
+
+  it('accepts a valid body', async () => {
+    const res = await request(`${listening.url}/count`, { json: { count: 3 }, timeoutMs: 2_000 });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), { count: 3 });
+  });
+
+  it('answers malformed JSON with 400 and the parser reason', async () => {
+    const res = await request(`${listening.url}/echo`, { jsonText: '{"a":', timeoutMs: 2_000 });
+    assert.equal(res.status, 400);
+    assert.match((res.json() as { detail: string }).detail, /not valid JSON/);
+  });
+
+  it('answers a body over the limit (declared length) with 413', async () => {
+    const res = await request(`${listening.url}/echo`, { json: { pad: 'x'.repeat(4096) }, timeoutMs: 2_000 });
+    assert.equal(res.status, 413);
+    assert.match((res.json() as { detail: string }).detail, /too large/);
+  });
+
+  it('answers a chunked body that grows over the limit with 413', async () => {
+    const { port } = new URL(listening.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/echo', method: 'POST' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.setHeader('transfer-encoding', 'chunked');
+      req.write('x'.repeat(800));
+      req.end('y'.repeat(800));
+    });
+    assert.equal(status, 413);
+  });
+
+  it('answers an unexpected handler error with 500 and a JSON string naming it, and reports it', async () => {
+    const res = await request(`${listening.url}/boom`, { json: {}, timeoutMs: 2_000 });
+    assert.equal(res.status, 500);
+    assert.equal(res.json(), 'TypeError: bad thing');
+    assert.ok(errors.some((err) => err instanceof TypeError && err.message === 'bad thing'));
+  });
+
+  it('turns an HttpError into its status with a {"detail"} body, not a 500', async () => {
+    const res = await request(`${listening.url}/teapot`, { json: {}, timeoutMs: 2_000 });
+    assert.equal(res.status, 418);
+    assert.deepEqual(res.json(), { detail: 'short and stout' });
+  });
+
+  it('runs middleware around 404s as well as routes', async () => {
+    const app = new App();
+    app.use(async (_req, next) => {
+      const reply = await next();
+      return { ...reply, headers: { ...reply.headers, 'x-wrapped': 'yes' } };
+    });
+    const server = await app.listen(0, '127.0.0.1');
+    try {
+      const res = await request(`${server.url}/missing`, { timeoutMs: 2_000 });
+      assert.equal(res.status, 404);
+      assert.equal(res.headers['x-wrapped'], 'yes');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,64 @@
+import { describeConfig, type GlobalConfig } from '../config/index.js';
+import { App } from '../http/server.js';
+
+/**
+ * The head server: runs inside the `gym env start` process and tells other processes (collectors, `gym env
+ * status`, `gym env stop`) what is running. Its wire shapes match the reference's `HeadServer`, so a collector
+ * written against either reads the other; unlike the reference it never serves secret values (decision D16) and
+ * it can be asked to stop (`POST /shutdown`, used by `gym env stop`).
+ */
+
+/** One spawned server, as the reference's `ServerInstanceDisplayConfig` serialises it. */
+export interface InstanceRecord {
+  /** The instance key in the config (the name agents and collectors use). */
+  process_name: string;
+  server_type: string;
+  /** The impl directory name. */
+  name: string;
+  dir_path: string;
+  entrypoint: string;
+  host: string;
+  port: number;
+  url: string;
+  pid: number | null;
+  config_path: string;
+  /** Epoch seconds. */
+  start_time: number;
+  /** Filled only by `gym env status` (the head server does not probe). */
+  status: InstanceStatus | null;
+  uptime_seconds: number | null;
+}
+
+export type InstanceStatus = 'success' | 'connection_error' | 'timeout' | 'unknown_error';
+
+export interface HeadServerOptions {
+  config: GlobalConfig;
+  /** The servers spawned so far; read on every request, so the list grows during start-up. */
+  instances: () => readonly InstanceRecord[];
+  /** Called once, after the `/shutdown` reply has been sent. */
+  onShutdown: () => void;
+}
+
+export function createHeadServer(options: HeadServerOptions): App {
+  const app = new App();
+  // Rendered once: the config does not change while the environment runs, and collectors fetch it per run.
+  const configYaml = describeConfig(options.config);
+  let shuttingDown = false;
+
+  const ok = () => ({ body: { status: 'ok' } });
+  app.get('/', ok);
+  app.get('/health', ok);
+  // A JSON string whose content is YAML, exactly as the reference answers (collectors decode it twice, Q18).
+  app.get('/global_config_dict_yaml', () => ({ body: configYaml }));
+  app.get('/server_instances', () => ({
+    body: options.instances().map((record) => ({ ...record, status: null, uptime_seconds: null })),
+  }));
+  app.post('/shutdown', () => {
+    const already = shuttingDown;
+    shuttingDown = true;
+    // setImmediate: the reply is written when this handler returns, before the stop begins.
+    if (!already) setImmediate(options.onShutdown);
+    return { body: { status: already ? 'already shutting down' : 'shutting down' } };
+  });
+  return app;
+}
