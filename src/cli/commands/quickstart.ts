@@ -1,0 +1,198 @@
+/**
+ * `gym quickstart`: the whole product in one command, offline. It starts the bundled counter-task agent service,
+ * the counter environment and the remote agent (each on a free port), collects the 5 example tasks, profiles them,
+ * shows one trajectory, says where everything is, and stops everything it started.
+ */
+import { createReadStream } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Writable } from 'node:stream';
+import { findFreePort, installRoot, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+import type { ParsedCommand } from '../argv.js';
+
+const EXAMPLE_TASKS = 'resources_servers/example_session_state_mgmt/data/example.jsonl';
+const AGENT = 'remote_agent';
+const DEFAULT_OUTPUT = 'results/quickstart/rollouts.jsonl';
+
+const say = (line = ''): void => void process.stdout.write(`${line}\n`);
+
+export async function quickstart(cmd: ParsedCommand): Promise<number> {
+  const started = performance.now();
+  const settings = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+  const output = stringSetting(settings, 'output_jsonl_fpath') ?? DEFAULT_OUTPUT;
+
+  const { startCounterPlannerService } = await import('../../../examples/counter-planner/index.js');
+  const service = await startCounterPlannerService(serviceOptions(settings));
+  say(`Agent service: ${service.brainName} at ${service.url}`);
+
+  let environment: { stop(): Promise<void>; kill(): void; logDir: string } | undefined;
+  let interrupted = false;
+  const onSignal = (): void => {
+    if (interrupted) environment?.kill();
+    interrupted = true;
+    process.stderr.write('Interrupted: stopping everything the quickstart started…\n');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const config = await loadGlobalConfig({
+      overrides: [
+        `+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')}]`,
+        `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+        `++head_server.port=${await findFreePort()}`,
+        `+input_jsonl_fpath=${path.join(installRoot(), EXAMPLE_TASKS)}`,
+        `+output_jsonl_fpath=${output}`,
+        `+agent_name=${AGENT}`,
+        '++overwrite=true',
+      ],
+    });
+    const { startEnvironment } = await import('../../env/supervisor.js');
+    const envStarted = performance.now();
+    // Server output goes to the log files only: the quickstart's own lines are the story.
+    const running = await startEnvironment(config, { out: discard() });
+    environment = running;
+    say(`Environment: counter environment + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`);
+    say('');
+
+    const { parseCollectionConfig } = await import('../../collect/config.js');
+    const { agentDirectoryFromConfig } = await import('../../collect/agents.js');
+    const { collectRollouts } = await import('../../collect/collect.js');
+    const collected = await collectRollouts({
+      config: parseCollectionConfig(config),
+      agents: agentDirectoryFromConfig(config, 'the quickstart environment'),
+      io: {
+        out: say,
+        warn: (line) => void process.stderr.write(`${line}\n`),
+        progressStream: process.stderr,
+        env: process.env,
+      },
+    });
+
+    const { describeProfile, profileRollouts } = await import('../../profile/profile.js');
+    const { materializedInputsPathFor } = await import('../../collect/paths.js');
+    const report = await profileRollouts({
+      inputsPath: materializedInputsPathFor(output),
+      rolloutsPath: output,
+      allowPartial: true,
+      warn: (line) => void process.stderr.write(`${line}\n`),
+    });
+    say('');
+    say('Profile (gym eval profile):');
+    for (const line of describeProfile(report)) say(`  ${line}`);
+
+    say('');
+    const trajectory = await firstTrajectory(output);
+    if (trajectory) {
+      const reward = typeof trajectory.reward === 'number' ? pyNumber(trajectory.reward) : String(trajectory.reward);
+      say(`One trajectory (task ${String(trajectory.task)}, reward ${reward}):`);
+      say(`  ${trajectory.shape}`);
+      for (const step of trajectory.steps) say(`    ${step}`);
+    } else {
+      say('No successful trajectory to show: see the failures file above for what went wrong.');
+    }
+
+    const { completed, expected, failedRetryable, failedTerminal, rewardSum } = report.overall;
+    say('');
+    say(
+      `Result: ${completed} rollouts, mean reward ${pyNumber(completed > 0 ? rewardSum / completed : 0)}, ` +
+        `${failedRetryable + failedTerminal} failed, ${expected - completed - failedRetryable - failedTerminal} missing.`,
+    );
+    say(`Artefacts: ${path.dirname(output)}/ (rollouts, failures, materialized inputs, aggregate metrics, profile).`);
+    say(`Done in ${ms(performance.now() - started)}. Next: run your own service in the three-terminal flow (README, "Drive your own agent").`);
+    return collected !== 0 ? collected : completed === expected ? 0 : 1;
+  } finally {
+    await environment?.stop();
+    await service.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function serviceOptions(settings: GlobalConfig) {
+  const brain = stringSetting(settings, 'brain') ?? 'planner';
+  if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai') {
+    throw new ConfigError(`--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`);
+  }
+  if (brain === 'claude') {
+    const model = stringSetting(settings, 'policy_model_name');
+    return { brain, ...(model ? { claude: { model } } : {}) } as const;
+  }
+  if (brain === 'openai') {
+    const modelUrl = stringSetting(settings, 'policy_base_url');
+    const model = stringSetting(settings, 'policy_model_name');
+    if (!modelUrl || !model) {
+      throw new ConfigError(
+        '--brain openai needs the model server: add --model-url <OpenAI-compatible base URL, e.g. http://localhost:8000/v1> ' +
+          'and --model <model name>; the API key comes from --model-api-key or the OPENAI_API_KEY environment variable.',
+      );
+    }
+    const apiKey = stringSetting(settings, 'policy_api_key') ?? process.env.OPENAI_API_KEY;
+    return { brain, openai: { modelUrl, model, ...(apiKey ? { apiKey } : {}) } } as const;
+  }
+  return { brain } as const;
+}
+
+function stringSetting(config: GlobalConfig, key: string): string | undefined {
+  const value = config[key];
+  if (value === undefined || value === null || value === '') return undefined;
+  return String(value);
+}
+
+interface Trajectory {
+  task: unknown;
+  reward: unknown;
+  shape: string;
+  steps: string[];
+}
+
+/** The first successful rollout, rendered as its item types and one line per item. */
+async function firstTrajectory(file: string): Promise<Trajectory | undefined> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  try {
+    for await (const line of lines) {
+      if (!line.trim()) continue;
+      const row = JSON.parse(line) as Record<string, any>;
+      const items: Array<Record<string, any>> = Array.isArray(row.response?.output) ? row.response.output : [];
+      return {
+        task: row._ng_task_index,
+        reward: row.reward,
+        shape: items.map((item) => String(item.type)).join(' → '),
+        steps: items.map(describeItem),
+      };
+    }
+    return undefined;
+  } finally {
+    lines.close();
+  }
+}
+
+function describeItem(item: Record<string, any>): string {
+  switch (item.type) {
+    case 'function_call':
+      return `function_call         ${item.name}(${item.arguments})`;
+    case 'function_call_output':
+      return `function_call_output  ${typeof item.output === 'string' ? item.output : JSON.stringify(item.output)}`;
+    case 'message': {
+      const content = Array.isArray(item.content)
+        ? item.content.map((part: Record<string, any>) => part.text ?? part.refusal ?? '').join('')
+        : String(item.content ?? '');
+      return `message               ${JSON.stringify(content)}`;
+    }
+    default:
+      return String(item.type);
+  }
+}
+
+function discard(): Writable {
+  return new Writable({ write: (_chunk, _encoding, done) => done() });
+}
+
+/** Numbers as Python prints them, so `mean reward 1.0` reads the same as the reference's output. */
+function pyNumber(value: number): string {
+  return Number.isInteger(value) ? value.toFixed(1) : String(Number(value.toFixed(4)));
+}
+
+function ms(value: number): string {
+  return value >= 1000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`;
+}
