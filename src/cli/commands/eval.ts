@@ -1,0 +1,137 @@
+/**
+ * `gym eval run`, `gym eval profile`, `gym eval aggregate`: configuration in, the collect/profile machinery out.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+import type { AgentDirectory } from '../../collect/agents.js';
+import type { CollectIO } from '../../collect/collect.js';
+import { headServerAddress, parseCollectionConfig, requireKeys } from '../../collect/config.js';
+import { materializedInputsPathFor } from '../../collect/paths.js';
+import type { ParsedCommand } from '../argv.js';
+
+// Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
+const collecting = () => import('../../collect/collect.js');
+const agentLookup = () => import('../../collect/agents.js');
+
+const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
+const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`);
+
+function collectIO(): CollectIO {
+  return { out: stdoutLine, warn: stderrLine, progressStream: process.stderr, env: process.env };
+}
+
+function flag(config: GlobalConfig, key: string): boolean {
+  const value = config[key];
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  throw new ConfigError(`Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_VALUE');
+}
+
+export async function evalRun(cmd: ParsedCommand): Promise<number> {
+  if (cmd.noServe) {
+    const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+    const config = parseCollectionConfig(local);
+    const { agentDirectoryFromHead } = await agentLookup();
+    const agents = await agentDirectoryFromHead(config.head);
+    const { collectRollouts } = await collecting();
+    return collectRollouts({ config, agents, io: collectIO() });
+  }
+  return runWithEnvironment(cmd);
+}
+
+/** Without `--no-serve`: start the configured environment, collect against it, stop it (also on Ctrl-C). */
+async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
+  const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: true });
+  const config = parseCollectionConfig(local);
+  const { startEnvironment } = await import('../../env/supervisor.js');
+  const { agentDirectoryFromConfig } = await agentLookup();
+  const { collectRollouts, resolveInputPath } = await collecting();
+  resolveInputPath(config.inputPath); // a missing input fails before any server starts
+  const abort = new AbortController();
+  let interrupted = 0;
+  let environment: Awaited<ReturnType<typeof startEnvironment>> | undefined;
+  const onSignal = (): void => {
+    interrupted++;
+    if (interrupted > 1) environment?.kill();
+    // First stop recording (in-flight rollouts die with the servers: they are not failures), then stop servers.
+    abort.abort();
+    stderrLine('Interrupted: stopping the environment… (the finished rollouts are on disk; rerun with --resume to finish)');
+    void environment?.stop().then(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    environment = await startEnvironment(local, { signal: abort.signal, out: process.stderr });
+    const agents = agentDirectoryFromConfig(local, `the environment started from ${describeConfigPaths(local)}`);
+    const serverDied = environment.done.then((reason) => {
+      if (reason.kind === 'server_exited') {
+        throw new ConfigError(`Server '${reason.name}' exited during collection; the rollouts so far are on disk. Fix it and rerun with --resume.`, 'GYM_SERVER_EXITED');
+      }
+      return new Promise<never>(() => {});
+    });
+    serverDied.catch(() => undefined); // a late death (after the race is decided) must not crash the process
+    return await Promise.race([collectRollouts({ config, agents, io: collectIO(), signal: abort.signal }), serverDied]);
+  } finally {
+    await environment?.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function describeConfigPaths(config: GlobalConfig): string {
+  return Array.isArray(config.config_paths) && config.config_paths.length > 0 ? config.config_paths.join(', ') : 'the given config';
+}
+
+export async function evalProfile(cmd: ParsedCommand): Promise<number> {
+  const config = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+  const rollouts = config.rollouts_jsonl_fpath;
+  if (typeof rollouts === 'string' && rollouts !== '' && (config.materialized_inputs_jsonl_fpath ?? '') === '') {
+    config.materialized_inputs_jsonl_fpath = materializedInputsPathFor(rollouts);
+  }
+  requireKeys(config, [
+    { key: 'materialized_inputs_jsonl_fpath', flag: '--inputs' },
+    { key: 'rollouts_jsonl_fpath', flag: '--rollouts' },
+  ]);
+  const { describeProfile, profileJson, profileRollouts } = await import('../../profile/profile.js');
+  const report = await profileRollouts({
+    inputsPath: String(config.materialized_inputs_jsonl_fpath),
+    rolloutsPath: String(config.rollouts_jsonl_fpath),
+    allowPartial: flag(config, 'allow_partial_rollouts'),
+    warn: stderrLine,
+  });
+  if (flag(config, 'json')) stdoutLine(JSON.stringify(profileJson(report)));
+  else for (const line of describeProfile(report)) stdoutLine(line);
+  return 0;
+}
+
+export async function evalAggregate(cmd: ParsedCommand): Promise<number> {
+  const config = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+  requireKeys(config, [
+    { key: 'input_glob', flag: '--input-glob' },
+    { key: 'output_jsonl_fpath', flag: '--output' },
+  ]);
+  const outputPath = String(config.output_jsonl_fpath);
+  mkdirSync(path.dirname(path.resolve(outputPath)), { recursive: true });
+  const head = headServerAddress(config);
+  const { agentDirectoryFromHead, headUrl } = await agentLookup();
+  const { agentMetricsSource } = await import('../../collect/aggregate.js');
+  const { aggregateShards } = await import('../../collect/shards.js');
+  let agents: AgentDirectory | undefined;
+  try {
+    agents = await agentDirectoryFromHead(head);
+  } catch (err) {
+    if (!(err instanceof ConfigError && err.code === 'GYM_HEAD_UNREACHABLE')) throw err;
+    stdoutLine(`The head server at ${headUrl(head)} is not reachable; computing aggregate metrics locally.`);
+  }
+  const remote = agents ? agentMetricsSource(agents) : undefined;
+  return aggregateShards({
+    inputGlob: String(config.input_glob),
+    outputPath,
+    mergeShards: config.merge_shards === undefined ? true : flag(config, 'merge_shards'),
+    remoteSource: (agent) => (remote && agents?.urlOf(agent) !== undefined ? remote : undefined),
+    out: stdoutLine,
+    warn: stderrLine,
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * The end-of-collection metrics (reference-gym.md §4.9): persisted successes grouped by agent, heavy fields
+ * stripped, sent in (task, rollout) order to each agent's `/aggregate_metrics`, and written as
+ * `<stem>_aggregate_metrics.json` — one entry per agent, with the run's outcome counts (D1) beside the metrics.
+ */
+import { isPlainObject } from '../config/types.js';
+import { writeFileAtomic } from './jsonl.js';
+import { callInternal } from '../http/client.js';
+import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../profile/metrics.js';
+import type { AgentDirectory } from './agents.js';
+import type { Row } from './materialize.js';
+import { countsJson, type OutcomeLedger } from './outcomes.js';
+
+const HEAVY_FIELDS = ['response', 'responses_create_params', 'ng_agent_observations', 'ng_model_call_capture', 'ng_trajectory'];
+const AGGREGATE_TIMEOUT_MS = 600_000;
+
+export const DISABLED_MESSAGE =
+  'Skipping aggregate-metrics computation because disable_aggregation=True. Run `gym eval aggregate` after all shards finish to compute the global metrics.';
+
+/** A result without its heavy payloads; `response.usage` is kept when present. */
+export function stripForAggregation(result: Row): Row {
+  const out: Row = { ...result };
+  for (const key of HEAVY_FIELDS) delete out[key];
+  const usage = isPlainObject(result.response) ? result.response.usage : undefined;
+  if (usage) out.response = { usage };
+  return out;
+}
+
+interface Keyed {
+  task: number;
+  rollout: number;
+  row: Row;
+}
+
+/** Stripped successes per agent, kept sorted by rollout key when read out. */
+export class AggregationInput {
+  private readonly byAgent = new Map<string, Keyed[]>();
+
+  add(agent: string, result: Row): void {
+    const task = result._ng_task_index;
+    const rollout = result._ng_rollout_index;
+    const entry = {
+      task: typeof task === 'number' ? task : 0,
+      rollout: typeof rollout === 'number' ? rollout : 0,
+      row: stripForAggregation(result),
+    };
+    let list = this.byAgent.get(agent);
+    if (!list) this.byAgent.set(agent, (list = []));
+    list.push(entry);
+  }
+
+  agents(): string[] {
+    return [...this.byAgent.keys()].sort();
+  }
+
+  rows(agent: string): Row[] {
+    return (this.byAgent.get(agent) ?? []).sort(compareKeys).map((entry) => entry.row);
+  }
+}
+
+/** Computes one agent's metrics: its `/aggregate_metrics` endpoint, or locally. */
+export type MetricsSource = (agent: string, verifyResponses: Row[]) => Promise<AggregateMetrics>;
+
+export function agentMetricsSource(agents: AgentDirectory): MetricsSource {
+  return async (agent, verifyResponses) => {
+    const url = `${agents.urlOf(agent)}/aggregate_metrics`;
+    const res = await callInternal(url, { json: { verify_responses: verifyResponses }, timeoutMs: AGGREGATE_TIMEOUT_MS, attempts: 3 });
+    if (res.status < 200 || res.status >= 300) {
+      throw new Error(`/aggregate_metrics on agent '${agent}' answered HTTP ${res.status}: ${res.text().slice(0, 500)}`);
+    }
+    const body = res.json();
+    if (!isPlainObject(body)) throw new Error(`/aggregate_metrics on agent '${agent}' did not answer a JSON object`);
+    return {
+      group_level_metrics: Array.isArray(body.group_level_metrics) ? (body.group_level_metrics as Row[]) : [],
+      agent_metrics: isPlainObject(body.agent_metrics) ? body.agent_metrics : {},
+      key_metrics: isPlainObject(body.key_metrics) ? body.key_metrics : {},
+    };
+  };
+}
+
+export const localMetricsSource: MetricsSource = async (_agent, verifyResponses) => computeAggregateMetrics(verifyResponses);
+
+export interface AggregateEntry {
+  agent_ref: { name: string };
+  agent_metrics: Record<string, unknown>;
+  key_metrics: Record<string, unknown>;
+  group_level_metrics: Row[];
+  rollout_counts?: Record<string, number | null>;
+}
+
+export interface AggregateOutcome {
+  entries: AggregateEntry[];
+  /** One line per agent whose metrics could not be computed. */
+  errors: string[];
+}
+
+/**
+ * Metrics for every agent of the ledger (an agent without successes gets empty metrics, no call), computed
+ * concurrently; key metrics are printed as each agent answers. Entries are in agent-name order.
+ */
+export async function aggregateAgents(
+  input: AggregationInput,
+  ledger: OutcomeLedger | undefined,
+  source: (agent: string) => MetricsSource,
+  print: (text: string) => void,
+): Promise<AggregateOutcome> {
+  const agents = [...new Set([...input.agents(), ...(ledger?.agents() ?? [])])].sort();
+  const errors: string[] = [];
+  const entries = await Promise.all(
+    agents.map(async (agent): Promise<AggregateEntry | undefined> => {
+      const rows = input.rows(agent);
+      let metrics: AggregateMetrics = { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
+      if (rows.length > 0) {
+        try {
+          metrics = await source(agent)(agent, rows);
+        } catch (err) {
+          errors.push(err instanceof Error ? err.message : String(err));
+          return undefined;
+        }
+        print(`\nKey metrics for ${agent}:\n${JSON.stringify(metrics.key_metrics, null, 4)}`);
+      }
+      return {
+        agent_ref: { name: agent },
+        agent_metrics: metrics.agent_metrics,
+        key_metrics: metrics.key_metrics,
+        group_level_metrics: metrics.group_level_metrics,
+        ...(ledger ? { rollout_counts: countsJson(ledger.counts(agent)) } : {}),
+      };
+    }),
+  );
+  return { entries: entries.filter((entry): entry is AggregateEntry => entry !== undefined), errors };
+}
+
+export function writeAggregateFile(path: string, entries: readonly AggregateEntry[]): void {
+  writeFileAtomic(path, `${JSON.stringify(entries, null, 2)}\n`);
+}

@@ -1,0 +1,92 @@
+/**
+ * Test support for the collection commands: run the real CLI (`node bin/gym.js …`) as a child process, read the
+ * JSONL it writes, and wait on conditions (never on the clock).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { installRoot } from '../config/roots.js';
+
+export const GYM_BIN = path.join(installRoot(), 'bin', 'gym.js');
+
+export interface GymResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface GymOptions {
+  cwd: string;
+  env?: Record<string, string | undefined>;
+}
+
+export interface RunningGym {
+  child: ChildProcess;
+  result: Promise<GymResult>;
+  /** Everything written to stderr so far. */
+  stderr(): string;
+}
+
+export function spawnGym(args: readonly string[], options: GymOptions): RunningGym {
+  const env = { ...process.env, ...options.env };
+  for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
+  const child = spawn(process.execPath, [GYM_BIN, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const result = new Promise<GymResult>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, result, stderr: () => stderr };
+}
+
+export function runGym(args: readonly string[], options: GymOptions): Promise<GymResult> {
+  return spawnGym(args, options).result;
+}
+
+const created: string[] = [];
+process.once('exit', () => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory, removed when the test process exits. */
+export function tempDir(prefix = 'tsgym-collect-'): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  created.push(dir);
+  return dir;
+}
+
+export function writeJsonl(file: string, rows: readonly unknown[]): void {
+  writeFileSync(file, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
+}
+
+export function readJsonl(file: string): Array<Record<string, unknown>> {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+export function lineCount(file: string): number {
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').length;
+}
+
+/** Resolves once `check()` holds, polling briefly; rejects naming `what` after `timeoutMs`. */
+export async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** `(task, rollout)` keys of rows, as sorted `t:r` strings. */
+export function keysOf(rows: ReadonlyArray<Record<string, unknown>>): string[] {
+  return rows.map((row) => `${row._ng_task_index}:${row._ng_rollout_index}`).sort();
+}

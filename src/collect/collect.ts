@@ -1,0 +1,293 @@
+/**
+ * `gym eval run`: rollout collection, top to bottom.
+ *
+ *   1. check    — every input line is a JSON object with a known agent (nothing written, nothing sent yet);
+ *   2. prepare  — fresh: refuse to clobber rows (D8), write the materialized inputs whole;
+ *                 resume: read the previous run's files, prove they match the inputs (D9), cut torn tails;
+ *   3. dispatch — stream the materialized inputs through a bounded queue; each result is stamped and appended
+ *                 as one line the moment it arrives (D10); failures are rows, never crashes (D11);
+ *   4. report   — aggregate metrics per agent, then the honest denominators (D1) and every artefact's path.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { findUnderRoots, searchRoots } from '../config/index.js';
+import { ConfigError, GymError } from '../errors.js';
+import {
+  AggregationInput,
+  agentMetricsSource,
+  aggregateAgents,
+  DISABLED_MESSAGE,
+  writeAggregateFile,
+} from './aggregate.js';
+import type { AgentDirectory } from './agents.js';
+import { maxRolloutAttempts, type CollectionConfig } from './config.js';
+import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, readRawLines, scanRowsFile, truncateFile } from './jsonl.js';
+import { TaskCounters } from './key-tables.js';
+import { materializeRows, scanInput, type InputScan, type Row } from './materialize.js';
+import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from './outcomes.js';
+import { artifactPaths, type ArtifactPaths } from './paths.js';
+import { ProgressReporter, type ProgressOptions } from './progress.js';
+import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
+import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
+import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
+
+export interface CollectIO {
+  /** Informational lines (stdout). */
+  out(line: string): void;
+  /** Warnings (stderr). */
+  warn(line: string): void;
+  progressStream: ProgressOptions['stream'];
+  env: NodeJS.ProcessEnv;
+}
+
+export interface CollectOptions {
+  config: CollectionConfig;
+  agents: AgentDirectory;
+  io: CollectIO;
+  /** The dispatch backend; the in-process pool by default. */
+  createQueue?: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
+  /** How one job runs; `POST <agent>/run` by default. */
+  execute?: RolloutExecutor;
+  /**
+   * Stops the collection (Ctrl-C while the environment is being torn down): no new job is sent and no result
+   * arriving afterwards is recorded, so dying servers do not leave spurious failure rows.
+   */
+  signal?: AbortSignal;
+}
+
+export function resolveInputPath(file: string): string {
+  const found = findUnderRoots(file, searchRoots());
+  if (!found) {
+    throw new ConfigError(`Input file not found: '${file}' (--input). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
+  }
+  return found;
+}
+
+function printPreprocessingNotes(config: CollectionConfig, out: (line: string) => void): void {
+  if (config.limit !== undefined) out(`Limiting the number of rows to ${config.limit}`);
+  if (config.numRepeatsAddSeed) out('Adding unique `seed` values to each input via metadata.extra_body (only honored by vLLM model servers)');
+  if (config.agentName !== undefined) out(`Using \`${config.agentName}\` for rows that do not already have an agent ref`);
+  if (Object.keys(config.createParamsOverrides).length > 0) {
+    out(`Overriding responses_create_params fields with ${JSON.stringify(config.createParamsOverrides)}`);
+  }
+  if (typeof config.numRepeats === 'number') {
+    if (config.numRepeats > 1) out(`Repeating rows ${config.numRepeats} times (in a pattern of abc to aabbcc)!`);
+  } else {
+    out(`Per-agent num_repeats: ${JSON.stringify(config.numRepeats)}`);
+  }
+}
+
+/** D8: a run without resume never destroys rows it did not write. */
+function refuseToClobber(paths: ArtifactPaths, config: CollectionConfig, resumeBlocker: string | undefined): void {
+  const occupied = [paths.rollouts, paths.failures].filter(holdsRows);
+  if (occupied.length === 0 || config.overwrite) return;
+  const files = occupied.join(' and ');
+  const advice = resumeBlocker
+    ? `Resuming is not possible because ${resumeBlocker} is missing. To start over and discard them, add ++overwrite=true.`
+    : 'To continue that run, add --resume (+resume_from_cache=true); to start over and discard them, add ++overwrite=true.';
+  throw new ConfigError(`${files} already ${occupied.length > 1 ? 'hold' : 'holds'} rollouts from an earlier run; refusing to overwrite them. ${advice}`, 'GYM_OUTPUT_EXISTS');
+}
+
+/** Written under a temporary name and renamed: a reader sees no file or the whole file, never a prefix. */
+async function writeMaterializedInputs(inputPath: string, config: CollectionConfig, paths: ArtifactPaths, scan: InputScan): Promise<void> {
+  const writer = new BatchedFileWriter(paths.materializedInputs);
+  try {
+    for await (const { row } of materializeRows(inputPath, config, scan.rows)) writer.line(JSON.stringify(row));
+  } catch (err) {
+    writer.abandon();
+    throw err;
+  }
+  writer.commit();
+}
+
+interface Prepared {
+  /** Rollouts the dispatch pass will send. */
+  toRun: number;
+  cache: CacheState | undefined;
+  maxAttempts: number;
+}
+
+async function prepareFresh(
+  inputPath: string,
+  config: CollectionConfig,
+  paths: ArtifactPaths,
+  io: CollectIO,
+  scan: InputScan,
+  resumeBlocker: string | undefined,
+): Promise<Prepared> {
+  refuseToClobber(paths, config, resumeBlocker);
+  mkdirSync(path.dirname(path.resolve(paths.rollouts)), { recursive: true });
+  if (existsSync(paths.rollouts) || existsSync(paths.failures)) {
+    io.out(`Clearing output fpath since \`resume_from_cache=False\`!${config.overwrite ? ' (++overwrite=true)' : ''}`);
+  }
+  // Both files start empty (stale sidecar attempts must not count against this run, U27), and before the new
+  // inputs are written: an interrupted start never pairs old rollouts with new inputs.
+  writeFileSync(paths.rollouts, '');
+  writeFileSync(paths.failures, '');
+  await writeMaterializedInputs(inputPath, config, paths, scan);
+  return { toRun: scan.rollouts, cache: undefined, maxAttempts: 0 };
+}
+
+async function prepareResume(inputPath: string, config: CollectionConfig, paths: ArtifactPaths, io: CollectIO, scan: InputScan): Promise<Prepared> {
+  const maxAttempts = maxRolloutAttempts(io.env, io.warn);
+  const cache = await loadCache(paths);
+  const plan = await planResume(inputPath, config, paths, cache, maxAttempts, scan.rows);
+  if (!existsSync(paths.failures)) writeFileSync(paths.failures, '');
+  for (const [file, torn] of [
+    [paths.rollouts, cache.tornRollouts],
+    [paths.failures, cache.tornFailures],
+  ] as const) {
+    if (!torn) continue;
+    io.warn(`Ignoring the torn last line of ${file} (line ${torn.lineNo}, left by an interrupted run); it is cut off before appending.`);
+    truncateFile(file, torn.start);
+  }
+  for (const line of describeResume(plan, cache, maxAttempts)) io.out(line);
+  if (plan.toRun === 0) io.out('Nothing left to run: every rollout is completed, terminally failed or at the attempt cap.');
+  return { toRun: plan.toRun, cache, maxAttempts };
+}
+
+/** A job as the collector tracks it: what the result will be stamped with, and the outcome it replaces. */
+interface DispatchJob extends RolloutJob {
+  identity: Row;
+  previous: Outcome;
+}
+
+interface DispatchStats {
+  done: number;
+  failures: number;
+  completed: number;
+  rewardSum: number;
+}
+
+/** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
+async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared: Prepared, ledger: OutcomeLedger): Promise<void> {
+  const { config, io } = options;
+  const rolloutsFile = LineAppender.open(paths.rollouts);
+  const failuresFile = LineAppender.open(paths.failures);
+  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream });
+  const stats: DispatchStats = { done: 0, failures: 0, completed: 0, rewardSum: 0 };
+
+  const onResult = (job: DispatchJob, result: Row): void => {
+    if (options.signal?.aborted) return;
+    stamp(result, job.identity);
+    const from = job.previous;
+    const route = routeOf(result);
+    if (route === 'rollouts') {
+      rolloutsFile.append(JSON.stringify(result));
+      const reward = rewardOf(result);
+      ledger.move(job.agent, from, 'completed', reward);
+      stats.completed++;
+      stats.rewardSum += reward;
+    } else if (route === 'failures') {
+      failuresFile.append(JSON.stringify(result));
+      ledger.move(job.agent, from, isTerminal(result) ? 'failed_terminal' : 'failed_retryable');
+      stats.failures++;
+    }
+    stats.done++;
+    progress.update(stats);
+  };
+  const queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({
+    concurrency: config.concurrency,
+    execute: options.execute ?? httpAgentExecutor(options.agents, config.runTimeoutMs),
+    onResult,
+  });
+
+  const tasksSeen = new TaskCounters();
+  try {
+    if (prepared.toRun > 0) io.out(`Querying with ${config.concurrency} concurrent requests`);
+    for await (const line of readRawLines(paths.materializedInputs)) {
+      if (options.signal?.aborted) break;
+      const text = line.bytes.toString('utf8');
+      const parsed = parseLine(text);
+      if (!parsed.ok) throw malformedLine(paths.materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
+      const row = parsed.value as Row;
+      const task = row._ng_task_index as number;
+      const rollout = row._ng_rollout_index as number;
+      const agent = agentNameOfRow(row);
+      if (tasksSeen.next(task) === 0) ledger.addTask(agent);
+      const status = prepared.cache ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts) : { outcome: 'missing' as const, run: true, attempts: 0 };
+      ledger.expect(agent, status.outcome);
+      if (!status.run) continue;
+
+      const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
+      const body = status.attempts > 0 ? JSON.stringify(sent) : text;
+      const job: DispatchJob = { task, rollout, agent, body, identity: identityOf(sent), previous: status.outcome };
+      const problem = rowProblem(sent);
+      if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
+      else await queue.submit(job);
+    }
+    await queue.drain();
+  } finally {
+    rolloutsFile.close();
+    failuresFile.close();
+    progress.finish();
+  }
+  if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);
+}
+
+/** §4.9: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */
+async function aggregate(options: CollectOptions, paths: ArtifactPaths, ledger: OutcomeLedger): Promise<{ written: boolean; ok: boolean }> {
+  const { io } = options;
+  if (options.config.disableAggregation) {
+    io.out(DISABLED_MESSAGE);
+    return { written: false, ok: true };
+  }
+  const input = new AggregationInput();
+  await scanRowsFile(paths.rollouts, (row) => input.add(agentNameOfRow(row), row));
+  const source = agentMetricsSource(options.agents);
+  const { entries, errors } = await aggregateAgents(input, ledger, () => source, io.out);
+  writeAggregateFile(paths.aggregateMetrics, entries);
+  for (const error of errors) {
+    io.warn(`Error: aggregate metrics failed: ${error}. The rollouts are safely on disk; compute the metrics later with gym eval aggregate --input-glob '${paths.rollouts}' -o <merged.jsonl>.`);
+  }
+  return { written: true, ok: errors.length === 0 };
+}
+
+/** The collection was stopped through `CollectOptions.signal`; finished rollouts are on disk. */
+export class CollectionInterrupted extends GymError {
+  constructor() {
+    super('GYM_COLLECTION_INTERRUPTED', 'config', 'Collection interrupted; the finished rollouts are on disk. Rerun with --resume to finish.');
+  }
+}
+
+/** Runs a whole collection; answers the process exit code. */
+export async function collectRollouts(options: CollectOptions): Promise<number> {
+  const { config, io } = options;
+  const inputPath = resolveInputPath(config.inputPath);
+  const paths = artifactPaths(config.outputPath);
+  printPreprocessingNotes(config, io.out);
+  const scan = await scanInput(inputPath, config, options.agents, io.warn);
+
+  let resumeBlocker: string | undefined;
+  if (config.resume) {
+    if (!existsSync(paths.rollouts)) {
+      io.out(`Skipping resume_from_cache because output_fpath ${paths.rollouts} doesn't exist!`);
+      resumeBlocker = paths.rollouts;
+    }
+    if (!existsSync(paths.materializedInputs)) {
+      io.out(`Skipping resume_from_cache because materialized_jsonl_fpath ${paths.materializedInputs} doesn't exist!`);
+      resumeBlocker = paths.materializedInputs;
+    }
+  }
+  const prepared =
+    config.resume && resumeBlocker === undefined
+      ? await prepareResume(inputPath, config, paths, io, scan)
+      : await prepareFresh(inputPath, config, paths, io, scan, resumeBlocker);
+
+  const ledger = new OutcomeLedger();
+  await dispatch(options, paths, prepared, ledger);
+  if (options.signal?.aborted) throw new CollectionInterrupted();
+  const aggregation = await aggregate(options, paths, ledger);
+
+  for (const line of describeLedger(ledger)) io.out(line);
+  io.out('Finished rollout collection! View results at:');
+  io.out(`Fully materialized inputs: ${paths.materializedInputs}`);
+  io.out(`Rollouts: ${paths.rollouts}`);
+  io.out(`Failures: ${paths.failures}`);
+  io.out(`Aggregate metrics: ${aggregation.written ? paths.aggregateMetrics : 'None'}`);
+  const total = ledger.total();
+  if (total.missing > 0 || total.failedRetryable > 0) {
+    io.out(`${total.missing + total.failedRetryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+  }
+  return aggregation.ok ? 0 : 1;
+}

@@ -1,0 +1,118 @@
+/**
+ * End to end (cases 62 and 73): `gym eval run` without `--no-serve` starts the real counter environment and the
+ * real remote agent from `counter_remote.yaml`, drives a scripted agent service through the dataset, and stops
+ * everything. One task's service call answers HTTP 500: that rollout lands in the sidecar, the rest score 1.0.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { findFreePort } from '../config/index.js';
+import { finalAnswer, functionCall, reply, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../testing/index.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir } from './cli-harness.js';
+
+const services: ScriptedService[] = [];
+after(async () => {
+  for (const service of services) await service.close();
+});
+
+function refusesConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+function addendsOf(call: ServiceCall): number[] {
+  return [...String(call.body.input[0].content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
+}
+
+test('the counter environment and the remote agent, started by gym eval run, end to end', async () => {
+  const service = await startScriptedService((call) => {
+    const addends = addendsOf(call);
+    if (addends[0] === 13) return reply.status(500, 'service exploded');
+    const outputs = toolOutputsIn(call.body.input).map((o) => JSON.parse(o.output) as { count?: number });
+    const turn = outputs.length;
+    if (turn < addends.length) return toolAsk(functionCall('increment_counter', { count: addends[turn] }, `c_${turn}`));
+    const count = outputs.reverse().find((o) => typeof o.count === 'number')?.count;
+    if (count === undefined) return toolAsk(functionCall('get_counter_value', {}, `c_${turn}`));
+    return finalAnswer(String(count));
+  });
+  services.push(service);
+  const dir = tempDir('tsgym-e2e-');
+  const res = await runGym(
+    [
+      'eval',
+      'run',
+      '+config_paths=[counter_remote.yaml]',
+      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+      `++head_server.port=${await findFreePort()}`,
+      '-a',
+      'remote_agent',
+      '-i',
+      'resources_servers/example_session_state_mgmt/data/example.jsonl',
+      '-o',
+      'out/rollouts.jsonl',
+    ],
+    { cwd: dir },
+  );
+  assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
+  const rollouts = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
+  assert.equal(rollouts.length, 4);
+  for (const r of rollouts) {
+    assert.equal(r.reward, 1);
+    assert.deepEqual(r.agent_ref, { name: 'remote_agent' });
+    const types = (r.response as { output: Array<{ type: string }> }).output.map((item) => item.type);
+    assert.deepEqual(types.slice(-1), ['message']);
+    assert.ok(types.includes('function_call') && types.includes('function_call_output'), types.join(','));
+  }
+  const failures = readJsonl(path.join(dir, 'out/rollouts_failures.jsonl'));
+  assert.equal(failures.length, 1);
+  assert.equal(failures[0]!._ng_failure_class, 'remote_agent_error');
+  assert.match(String(failures[0]!.error), /HTTP 500/);
+  assert.equal(failures[0]!._ng_task_index, 4);
+  assert.equal(failures[0]!._ng_rollout_index, 0);
+
+  const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
+  assert.equal(metrics[0].agent_ref.name, 'remote_agent');
+  assert.equal(metrics[0].key_metrics['mean/reward'], 1);
+  assert.match(res.stdout, /5 tasks, 5 rollouts expected: 4 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/);
+  assert.match(res.stdout, /Mean reward 1\.0000 over 4 completed; 0\.8000 over 5 attempted with failures counted as 0/);
+});
+
+test('Ctrl-C during collection stops every server, records no spurious failures, and exits 130', async () => {
+  const service = await startScriptedService(() => reply.hang());
+  services.push(service);
+  const dir = tempDir('tsgym-e2e-int-');
+  const running = spawnGym(
+    [
+      'eval',
+      'run',
+      '+config_paths=[counter_remote.yaml]',
+      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+      `++head_server.port=${await findFreePort()}`,
+      '-a',
+      'remote_agent',
+      '-i',
+      'resources_servers/example_session_state_mgmt/data/example.jsonl',
+      '-o',
+      'r.jsonl',
+    ],
+    { cwd: dir },
+  );
+  await service.waitForCalls(1);
+  const ports = [...running.stderr().matchAll(/listening on http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+  assert.equal(ports.length, 2, running.stderr());
+  running.child.kill('SIGINT');
+  const result = await running.result;
+  assert.equal(result.code, 130, result.stderr);
+  assert.match(result.stderr, /Interrupted: stopping the environment/);
+  assert.equal(lineCount(path.join(dir, 'r.jsonl')), 0);
+  assert.equal(lineCount(path.join(dir, 'r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
+  for (const port of ports) assert.ok(await refusesConnections(port), `server on port ${port} is gone`);
+});

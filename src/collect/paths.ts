@@ -1,0 +1,47 @@
+/** Artefact names, all derived from the rollouts path `<dir>/<stem><suffix>` (reference-gym.md §4.3, §5.1). */
+import path from 'node:path';
+
+function stemOf(file: string): { dir: string; stem: string } {
+  const parsed = path.parse(file);
+  return { dir: parsed.dir, stem: parsed.name };
+}
+
+function sibling(file: string, suffix: string): string {
+  const { dir, stem } = stemOf(file);
+  return path.join(dir, `${stem}${suffix}`);
+}
+
+export interface ArtifactPaths {
+  rollouts: string;
+  failures: string;
+  materializedInputs: string;
+  aggregateMetrics: string;
+}
+
+export function artifactPaths(rolloutsPath: string): ArtifactPaths {
+  return {
+    rollouts: rolloutsPath,
+    failures: failuresPathFor(rolloutsPath),
+    materializedInputs: sibling(rolloutsPath, '_materialized_inputs.jsonl'),
+    aggregateMetrics: sibling(rolloutsPath, '_aggregate_metrics.json'),
+  };
+}
+
+export function failuresPathFor(rolloutsPath: string): string {
+  return sibling(rolloutsPath, '_failures.jsonl');
+}
+
+export function materializedInputsPathFor(rolloutsPath: string): string {
+  return sibling(rolloutsPath, '_materialized_inputs.jsonl');
+}
+
+export function profilePaths(rolloutsPath: string): { rewardProfiling: string; agentMetrics: string } {
+  return { rewardProfiling: sibling(rolloutsPath, '_reward_profiling.jsonl'), agentMetrics: sibling(rolloutsPath, '_agent_metrics.json') };
+}
+
+/** Files the collector and profiler write beside a rollouts file: never shards themselves. */
+export const DERIVED_SUFFIXES = ['_failures.jsonl', '_materialized_inputs.jsonl', '_reward_profiling.jsonl'] as const;
+
+export function isDerivedArtifact(file: string): boolean {
+  return DERIVED_SUFFIXES.some((suffix) => path.basename(file).endsWith(suffix));
+}

@@ -1,0 +1,109 @@
+/**
+ * What happens to one rollout: the `/run` call (failures contained as rows, decisions D11/D12), the stamps the
+ * collector puts on every result (reference-gym.md §4.5), and where the result goes — successes to
+ * `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
+ */
+import { placeholderResponse, validateCreateParams } from '../contract.js';
+import { isPlainObject } from '../config/types.js';
+import { callInternal, HttpTransportError } from '../http/client.js';
+import type { AgentDirectory } from './agents.js';
+import type { Row } from './materialize.js';
+import type { RolloutExecutor } from './queue.js';
+
+/** A failure the collector itself observed (the agent could not be reached or answered badly); retryable. */
+export const COLLECTOR_ERROR = 'collector_error';
+/** A dataset row that cannot be run as written; terminal. */
+export const INVALID_ROW = 'invalid_row';
+
+const EXCERPT_CHARS = 500;
+/** Routing flags a stale input row may carry; a result carries only the ones set for it. */
+const ROUTING_KEYS = ['_ng_failure_class', '_ng_failure_terminal', '_ng_no_persist', '_ng_failure_judge_error', 'error'];
+
+export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
+  const out: Row = { ...row };
+  for (const key of ROUTING_KEYS) delete out[key];
+  out.reward = 0;
+  out.response = placeholderResponse();
+  out.error = error;
+  out._ng_failure_class = failureClass;
+  if (terminal) out._ng_failure_terminal = true;
+  return out;
+}
+
+/** Why a row cannot be sent at all (undefined when it can). */
+export function rowProblem(row: Row): string | undefined {
+  if (!Object.hasOwn(row, 'responses_create_params')) {
+    return 'the row has no responses_create_params (every row needs the model request it runs); fix the dataset row';
+  }
+  const check = validateCreateParams(row.responses_create_params);
+  return check.ok ? undefined : `the row's responses_create_params is invalid: ${check.message}; fix the dataset row`;
+}
+
+const STAMPS = ['_ng_task_index', '_ng_rollout_index', 'agent_ref'] as const;
+const OPTIONAL_STAMPS = ['skills_ref', '_ng_attempt_index', '_ng_rollout_id'] as const;
+
+/** The keys the collector copies from a row onto its result (§4.5): the rollout key, agent_ref and run stamps. */
+export function identityOf(row: Row): Row {
+  const identity: Row = {};
+  for (const key of STAMPS) identity[key] = row[key];
+  for (const key of OPTIONAL_STAMPS) if (Object.hasOwn(row, key)) identity[key] = row[key];
+  return identity;
+}
+
+/** Copy a row's identity onto the result, overwriting, after the agent's own keys. */
+export function stamp(result: Row, identity: Row): Row {
+  for (const key of [...STAMPS, ...OPTIONAL_STAMPS]) delete result[key];
+  Object.assign(result, identity);
+  return result;
+}
+
+export type Route = 'rollouts' | 'failures' | 'nowhere';
+
+export function routeOf(result: Row): Route {
+  if (result._ng_no_persist) return 'nowhere';
+  if (result._ng_failure_class !== undefined && result._ng_failure_class !== null) return 'failures';
+  return 'rollouts';
+}
+
+export function isTerminal(result: Row): boolean {
+  return result._ng_failure_terminal === true;
+}
+
+function excerpt(text: string): string {
+  return text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
+}
+
+function transportProblem(err: unknown, agent: string, url: string, timeoutMs: number): string {
+  if (err instanceof HttpTransportError) {
+    if (err.kind === 'timeout') return `/run on agent '${agent}' timed out after ${timeoutMs / 1000}s (run_request_timeout_secs)`;
+    if (err.kind === 'connect') return `could not reach agent '${agent}' at ${url} after 3 tries (${err.message}). Is the agent running?`;
+    return `/run on agent '${agent}' failed: ${err.message}`;
+  }
+  return `/run on agent '${agent}' failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+}
+
+/** Executes jobs against the agents' `/run`, turning every way a call can fail into a failure row. */
+export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number): RolloutExecutor {
+  return async (job) => {
+    const url = `${agents.urlOf(job.agent)}/run`;
+    const fail = (problem: string): Row => failureRow(JSON.parse(job.body) as Row, COLLECTOR_ERROR, problem, false);
+    try {
+      const res = await callInternal(url, { jsonText: job.body, timeoutMs, attempts: 3 });
+      if (res.status < 200 || res.status >= 300) {
+        return fail(`/run on agent '${job.agent}' answered HTTP ${res.status}: ${excerpt(res.text())}`);
+      }
+      let body: unknown;
+      try {
+        body = res.json();
+      } catch (err) {
+        return fail(`/run on agent '${job.agent}' answered with a body that is not valid JSON (${(err as Error).message}): ${excerpt(res.text())}`);
+      }
+      if (!isPlainObject(body)) {
+        return fail(`expected a JSON object from /run on agent '${job.agent}', got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}`);
+      }
+      return body;
+    } catch (err) {
+      return fail(transportProblem(err, job.agent, url, timeoutMs));
+    }
+  };
+}

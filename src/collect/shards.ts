@@ -1,0 +1,147 @@
+/**
+ * `gym eval aggregate` (reference-gym.md §1.5.6, §9): merge shard rollout files into one, sorted by
+ * (task, rollout), and compute the aggregate metrics over all of them so a sharded collection reports exactly
+ * what a single run would. Each shard's failures sidecar and materialized inputs, when present beside it, feed the
+ * outcome counts (D1).
+ */
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError } from '../errors.js';
+import { AggregationInput, aggregateAgents, localMetricsSource, writeAggregateFile, type MetricsSource } from './aggregate.js';
+import { expandGlob } from './glob.js';
+import { BatchedFileWriter, scanRowsFile } from './jsonl.js';
+import { isRolloutKey } from './key-tables.js';
+import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf } from './outcomes.js';
+import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from './paths.js';
+import type { Row } from './materialize.js';
+
+export interface AggregateShardsOptions {
+  inputGlob: string;
+  outputPath: string;
+  mergeShards: boolean;
+  /** Per agent: its `/aggregate_metrics`, or undefined to compute locally. */
+  remoteSource: (agent: string) => MetricsSource | undefined;
+  out: (line: string) => void;
+  warn: (line: string) => void;
+}
+
+interface ShardRecord {
+  task: number;
+  rollout: number;
+  text: string;
+  file: string;
+  lineNo: number;
+}
+
+/** Comma-separated globs; each pattern's matches sorted, duplicates dropped (first occurrence wins). */
+export function matchShards(inputGlob: string, outputPath: string, warn: (line: string) => void): string[] {
+  const output = path.resolve(outputPath);
+  const files: string[] = [];
+  const seen = new Set<string>();
+  for (const pattern of inputGlob.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    for (const file of expandGlob(pattern)) {
+      const resolved = path.resolve(file);
+      if (seen.has(resolved) || !statSync(file).isFile()) continue;
+      seen.add(resolved);
+      if (resolved === output) continue;
+      if (isDerivedArtifact(file)) {
+        warn(`Skipping ${file}: it is a sidecar or materialized-inputs file beside a shard, not a shard itself.`);
+        continue;
+      }
+      files.push(file);
+    }
+  }
+  if (files.length === 0) throw new ConfigError(`No shards matched input_glob='${inputGlob}'`, 'GYM_CONFIG_NO_SHARDS');
+  return files;
+}
+
+export async function aggregateShards(options: AggregateShardsOptions): Promise<number> {
+  const { out, warn } = options;
+  const shards = matchShards(options.inputGlob, options.outputPath, warn);
+  const records: ShardRecord[] = [];
+  const input = new AggregationInput();
+  const ledger = new LedgerBuilder();
+
+  for (const shard of shards) {
+    const materialized = materializedInputsPathFor(shard);
+    const listed = existsSync(materialized);
+    if (listed) {
+      await scanRowsFile(materialized, (row) => {
+        const task = row._ng_task_index;
+        const rollout = row._ng_rollout_index;
+        if (isRolloutKey(task, rollout)) ledger.expected(task, rollout as number, agentNameOfRow(row));
+      });
+    }
+    const scan = await scanRowsFile(shard, (row, line) => {
+      const task = row._ng_task_index;
+      const rollout = row._ng_rollout_index;
+      if (!isRolloutKey(task, rollout)) {
+        throw new ConfigError(
+          `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
+          'GYM_AGGREGATE_KEY',
+        );
+      }
+      records.push({ task, rollout: rollout as number, text: line.bytes.toString('utf8'), file: shard, lineNo: line.lineNo });
+      input.add(agentNameOfRow(row), row);
+      ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
+    });
+    if (scan.torn) warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
+    const sidecar = failuresPathFor(shard);
+    if (existsSync(sidecar)) {
+      await scanRowsFile(sidecar, (row: Row) => {
+        const task = row._ng_task_index;
+        const rollout = row._ng_rollout_index;
+        if (!isRolloutKey(task, rollout)) return;
+        // With the shard's inputs at hand, a sidecar line outside them is left over from another run.
+        if (listed && !ledger.isExpected(task, rollout as number)) return;
+        ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+      });
+    }
+  }
+
+  records.sort((a, b) => a.task - b.task || a.rollout - b.rollout);
+  for (let i = 1; i < records.length; i++) {
+    const a = records[i - 1]!;
+    const b = records[i]!;
+    if (a.task === b.task && a.rollout === b.rollout) {
+      throw new ConfigError(
+        `Rollout key (${b.task}, ${b.rollout}) appears twice: ${a.file}:${a.lineNo} and ${b.file}:${b.lineNo}. Shards must not overlap: give every task a globally unique _ng_task_index in the inputs before sharding, and do not list a shard twice.`,
+        'GYM_AGGREGATE_DUPLICATE',
+      );
+    }
+  }
+
+  if (options.mergeShards) {
+    const writer = new BatchedFileWriter(options.outputPath);
+    for (const record of records) writer.line(record.text);
+    writer.commit();
+  }
+
+  const outcomes = ledger.build();
+  const locally = new Set<string>();
+  const { entries, errors } = await aggregateAgents(
+    input,
+    outcomes,
+    (agent) => {
+      const remote = options.remoteSource(agent);
+      if (remote) return remote;
+      locally.add(agent);
+      return localMetricsSource;
+    },
+    out,
+  );
+  if (locally.size > 0) {
+    out(
+      `Computed the aggregate metrics of ${[...locally].map((a) => `'${a}'`).join(', ')} locally (their agents are not reachable through the head server), so environment-specific metrics from compute_metrics hooks are not included.`,
+    );
+  }
+  const metricsPath = artifactPaths(options.outputPath).aggregateMetrics;
+  writeAggregateFile(metricsPath, entries);
+  for (const error of errors) warn(`Error: aggregate metrics failed: ${error}`);
+
+  for (const line of describeLedger(outcomes)) out(line);
+  out('Finished rollout aggregation! View results at:');
+  out(`Merged rollouts: ${options.mergeShards ? options.outputPath : '<not merged>'}`);
+  out(`Aggregate metrics: ${metricsPath}`);
+  return errors.length === 0 ? 0 : 1;
+}

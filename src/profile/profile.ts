@@ -1,0 +1,294 @@
+/**
+ * `gym eval profile` (reference-gym.md §5.1, decision D1): per task and per agent statistics of every numeric
+ * field of the completed rollouts, pass@k per agent, and the outcome of every expected rollout — the failures
+ * sidecar beside the rollouts file is read, so a failed rollout is counted as failed, not as missing.
+ */
+import { existsSync } from 'node:fs';
+import { ConfigError } from '../errors.js';
+import { scanRowsFile, writeFileAtomic } from '../collect/jsonl.js';
+import { isRolloutKey, RolloutKeyTable } from '../collect/key-tables.js';
+import { agentNameOfRow, countsJson, LedgerBuilder, rewardOf, type OutcomeCounts, type OutcomeLedger } from '../collect/outcomes.js';
+import { failuresPathFor, profilePaths } from '../collect/paths.js';
+import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult, type Row } from './metrics.js';
+import { computePassMajorityMetrics } from './pass-at-k.js';
+
+export interface ProfileOptions {
+  inputsPath: string;
+  rolloutsPath: string;
+  allowPartial: boolean;
+  warn: (line: string) => void;
+}
+
+export interface CompletionSummary {
+  completed_rollout_rows: number;
+  expected_rollout_rows: number;
+  completion_pct: number;
+  total_tasks: number;
+  complete_tasks: number;
+  partial_tasks: number;
+  tasks_without_rollouts: number;
+  failed_rollout_rows: number;
+  missing_rollout_rows: number;
+  extra_rollout_rows: number;
+}
+
+export interface ProfileReport {
+  completion: CompletionSummary;
+  rolloutCounts: Record<string, number | null>;
+  overall: OutcomeCounts;
+  groups: Row[];
+  agents: Row[];
+  ledger: OutcomeLedger;
+  outputs: { rewardProfiling: string; agentMetrics: string };
+}
+
+const SHOWN_KEYS = 10;
+
+function requireFile(file: string, flag: string): void {
+  if (!existsSync(file)) throw new ConfigError(`Input file not found: '${file}' (${flag}). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
+}
+
+function keyList(keys: Array<{ task: number; rollout: number }>): string {
+  return `[${keys
+    .sort(compareKeys)
+    .slice(0, SHOWN_KEYS)
+    .map((key) => formatKey(key.task, key.rollout))
+    .join(', ')}]`;
+}
+
+function requireKey(file: string, lineNo: number, row: Row): { task: number; rollout: number } {
+  const task = row[TASK_INDEX];
+  const rollout = row[ROLLOUT_INDEX];
+  if (!isRolloutKey(task, rollout)) {
+    throw new ConfigError(
+      `${file}:${lineNo}: the row has no valid ${TASK_INDEX}/${ROLLOUT_INDEX} (got ${JSON.stringify(task)}, ${JSON.stringify(rollout)}); profile needs files written by gym eval run.`,
+      'GYM_PROFILE_KEY',
+    );
+  }
+  return { task, rollout: rollout as number };
+}
+
+interface TaskFacts {
+  sample: Row;
+  expected: number;
+  failedRetryable: number;
+  failedTerminal: number;
+  missing: number;
+  rewardSum: number;
+  completed: number;
+}
+
+export async function profileRollouts(options: ProfileOptions): Promise<ProfileReport> {
+  const { inputsPath, rolloutsPath } = options;
+  requireFile(inputsPath, '--inputs');
+  requireFile(rolloutsPath, '--rollouts');
+
+  const builder = new LedgerBuilder();
+  const tasks = new Map<number, TaskFacts>();
+  const agentOfKey = new RolloutKeyTable();
+  const agentNames: string[] = [];
+  const agentIds = new Map<string, number>();
+
+  const inputs = await scanRowsFile(inputsPath, (row, line) => {
+    const { task, rollout } = requireKey(inputsPath, line.lineNo, row);
+    if (builder.has(task, rollout)) throw new ConfigError(`Duplicate materialized input row for rollout key ${formatKey(task, rollout)} (${inputsPath}:${line.lineNo}).`, 'GYM_PROFILE_DUPLICATE');
+    const agent = agentNameOfRow(row);
+    builder.expected(task, rollout, agent);
+    if (!agentIds.has(agent)) agentIds.set(agent, agentNames.push(agent) - 1);
+    agentOfKey.set(task, rollout, agentIds.get(agent)!);
+    let facts = tasks.get(task);
+    if (!facts) {
+      const sample = { ...row };
+      delete sample[TASK_INDEX];
+      delete sample[ROLLOUT_INDEX];
+      tasks.set(task, (facts = { sample, expected: 0, failedRetryable: 0, failedTerminal: 0, missing: 0, rewardSum: 0, completed: 0 }));
+    }
+    facts.expected++;
+  });
+  if (inputs.torn) throw new ConfigError(`${inputsPath}:${inputs.torn.lineNo}: the last line is incomplete; this materialized inputs file is damaged.`, 'GYM_PROFILE_TORN');
+
+  const results: Array<KeyedResult & { agent: string }> = [];
+  const extra: Array<{ task: number; rollout: number }> = [];
+  let extraCount = 0;
+  const seen = new RolloutKeyTable();
+  const rollouts = await scanRowsFile(rolloutsPath, (row, line) => {
+    const { task, rollout } = requireKey(rolloutsPath, line.lineNo, row);
+    if (seen.get(task, rollout) !== undefined) throw new ConfigError(`Duplicate result row for rollout key ${formatKey(task, rollout)} (${rolloutsPath}:${line.lineNo}).`, 'GYM_PROFILE_DUPLICATE');
+    seen.set(task, rollout, 1);
+    const agentId = agentOfKey.get(task, rollout);
+    if (agentId === undefined) {
+      extraCount++;
+      if (extra.length < SHOWN_KEYS) extra.push({ task, rollout });
+      return;
+    }
+    const agent = agentNames[agentId]!;
+    builder.completed(task, rollout, agent, rewardOf(row));
+    results.push({ ...keyedResult(row, task, rollout), agent });
+  });
+  if (rollouts.torn) options.warn(`Ignoring the torn last line of ${rolloutsPath} (line ${rollouts.torn.lineNo}, left by an interrupted run).`);
+  if (extraCount > 0) {
+    throw new ConfigError(
+      `Rollout results contain rows with no matching materialized input rows. Found ${extraCount} extra rollout rows. Extra rollout keys: ${keyList(extra)}. Check that --inputs and --rollouts come from the same run.`,
+      'GYM_PROFILE_EXTRA',
+    );
+  }
+
+  const sidecar = failuresPathFor(rolloutsPath);
+  if (existsSync(sidecar)) {
+    const failures = await scanRowsFile(sidecar, (row) => {
+      const task = row[TASK_INDEX];
+      const rollout = row[ROLLOUT_INDEX];
+      if (!isRolloutKey(task, rollout) || !builder.isExpected(task, rollout as number)) return;
+      builder.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+    });
+    if (failures.torn) options.warn(`Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`);
+  }
+
+  const missing: Array<{ task: number; rollout: number }> = [];
+  let missingCount = 0;
+  builder.keys.forEach((task, rollout) => {
+    const outcome = builder.outcomeOf(task, rollout)!;
+    const facts = tasks.get(task)!;
+    if (outcome === 'failed_retryable') facts.failedRetryable++;
+    else if (outcome === 'failed_terminal') facts.failedTerminal++;
+    else if (outcome === 'missing') {
+      facts.missing++;
+      missingCount++;
+      if (missing.length < 1000) missing.push({ task, rollout });
+    }
+  });
+  if (missingCount > 0 && !options.allowPartial) {
+    throw new ConfigError(
+      `Materialized input rows and rollout results do not have matching rollout keys. Missing rollout results for ${missingCount} materialized input rows (neither in ${rolloutsPath} nor in ${sidecar}). Missing rollout keys: ${keyList(missing)}.\n\nUse ++allow_partial_rollouts=True to profile completed rollouts from a partial collection.`,
+      'GYM_PROFILE_MISSING',
+    );
+  }
+
+  results.sort(compareKeys);
+  for (const entry of results) {
+    const facts = tasks.get(entry.task)!;
+    facts.completed++;
+    facts.rewardSum += rewardOf(entry.result);
+  }
+  const ledger = builder.build();
+
+  const groups: Row[] = describeTasks(results).map((group) => {
+    const facts = tasks.get(group.task)!;
+    // A task appears here only with a completed rollout, so `attempted` is never 0.
+    const attempted = facts.completed + facts.failedRetryable + facts.failedTerminal;
+    return {
+      [TASK_INDEX]: group.task,
+      ...group.stats,
+      mean_reward_failures_as_zero: facts.rewardSum / attempted,
+      sample: facts.sample,
+      num_rollouts: group.entries.length,
+      expected_num_rollouts: facts.expected,
+      failed_retryable_num_rollouts: facts.failedRetryable,
+      failed_terminal_num_rollouts: facts.failedTerminal,
+      missing_num_rollouts: facts.missing,
+      reward_profile_completion_pct: facts.expected > 0 ? (100 * group.entries.length) / facts.expected : 100,
+      rollout_infos: group.rolloutInfos,
+    };
+  });
+
+  const agents: Row[] = ledger.agents().map((agent) => {
+    const mine = results.filter((entry) => entry.agent === agent);
+    const byTask = new Map<number, Row[]>();
+    for (const entry of mine) {
+      const list = byTask.get(entry.task) ?? [];
+      list.push(entry.result);
+      byTask.set(entry.task, list);
+    }
+    const passAtK = computePassMajorityMetrics([...byTask.values()]).metrics;
+    return { ...describeAll(mine), ...passAtK, rollout_counts: countsJson(ledger.counts(agent)), agent_ref: { name: agent } };
+  });
+
+  const overall = ledger.total();
+  let complete = 0;
+  let partial = 0;
+  let without = 0;
+  for (const facts of tasks.values()) {
+    if (facts.completed === facts.expected) complete++;
+    else if (facts.completed > 0) partial++;
+    else without++;
+  }
+  const completion: CompletionSummary = {
+    completed_rollout_rows: overall.completed,
+    expected_rollout_rows: overall.expected,
+    completion_pct: overall.expected > 0 ? (100 * overall.completed) / overall.expected : 100,
+    total_tasks: tasks.size,
+    complete_tasks: complete,
+    partial_tasks: partial,
+    tasks_without_rollouts: without,
+    failed_rollout_rows: overall.failedRetryable + overall.failedTerminal,
+    missing_rollout_rows: overall.missing,
+    extra_rollout_rows: 0,
+  };
+
+  const outputs = profilePaths(rolloutsPath);
+  writeFileAtomic(outputs.rewardProfiling, groups.map((group) => `${JSON.stringify(group)}\n`).join(''));
+  writeFileAtomic(outputs.agentMetrics, JSON.stringify(agents));
+  return { completion, rolloutCounts: countsJson(overall), overall, groups, agents, ledger, outputs };
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Console output
+
+const STAT_NAMES = ['mean', 'max', 'min', 'median', 'std'] as const;
+
+function num(value: unknown): string {
+  if (typeof value !== 'number') return '-';
+  if (Number.isInteger(value)) return String(value);
+  return Math.abs(value) >= 1e5 ? value.toExponential(3) : value.toFixed(4);
+}
+
+/** Columns of an agent entry: `mean/<col>` names, in order. */
+function statColumns(entry: Row): string[] {
+  return Object.keys(entry)
+    .filter((key) => key.startsWith('mean/'))
+    .map((key) => key.slice('mean/'.length));
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd());
+}
+
+export function describeProfile(report: ProfileReport): string[] {
+  const c = report.completion;
+  const lines = [
+    'Profiling outputs:',
+    `Reward profile completion: ${c.completed_rollout_rows}/${c.expected_rollout_rows} rollout rows (${c.completion_pct.toFixed(2)}%)`,
+    `Input rows: ${c.total_tasks} total; ${c.complete_tasks} complete; ${c.partial_tasks} partial; ${c.tasks_without_rollouts} without rollouts dropped from output.`,
+    `Reward profiling outputs: ${report.outputs.rewardProfiling}`,
+    `Agent-level metrics: ${report.outputs.agentMetrics}`,
+  ];
+  for (const agent of report.agents) {
+    const name = (agent.agent_ref as { name: string }).name;
+    const counts = report.ledger.counts(name);
+    const attempted = counts.completed + counts.failedRetryable + counts.failedTerminal;
+    lines.push(
+      '',
+      `Agent ${name}: ${counts.tasks} tasks, ${counts.expected} rollouts expected: ${counts.completed} completed, ${counts.failedRetryable + counts.failedTerminal} failed (${counts.failedRetryable} retryable, ${counts.failedTerminal} terminal), ${counts.missing} missing.`,
+      `  mean reward ${num(counts.completed > 0 ? counts.rewardSum / counts.completed : undefined)} over ${counts.completed} completed; ${num(attempted > 0 ? counts.rewardSum / attempted : undefined)} over ${attempted} attempted with failures counted as 0.`,
+    );
+    const columns = statColumns(agent);
+    if (columns.length > 0) {
+      const rows = [['  metric', ...STAT_NAMES], ...columns.map((column) => [`  ${column}`, ...STAT_NAMES.map((stat) => num(agent[`${stat}/${column}`]))])];
+      lines.push(...table(rows));
+    }
+    const passKeys = Object.keys(agent).filter((key) => /^pass@\d+\/|^pass@1\[avg-of-\d+\]\/[^/]+$/.test(key));
+    if (passKeys.length > 0) lines.push(...table(passKeys.map((key) => [`  ${key}`, num(agent[key])])));
+  }
+  return lines;
+}
+
+/** The one JSON object `--json` prints. */
+export function profileJson(report: ProfileReport): Record<string, unknown> {
+  return {
+    completion: report.completion,
+    rollout_counts: report.rolloutCounts,
+    agents: report.agents,
+    outputs: { reward_profiling: report.outputs.rewardProfiling, agent_metrics: report.outputs.agentMetrics },
+  };
+}
