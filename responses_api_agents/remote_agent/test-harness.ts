@@ -23,27 +23,9 @@ export type Row = Record<string, any>;
 // ---------------------------------------------------------------------------------------------------
 // Rows
 
-export const COUNTER_TOOLS = [
-  {
-    type: 'function',
-    name: 'increment_counter',
-    description: '',
-    parameters: {
-      type: 'object',
-      properties: { count: { type: 'integer', description: '' } },
-      required: ['count'],
-      additionalProperties: false,
-    },
-    strict: true,
-  },
-  {
-    type: 'function',
-    name: 'get_counter_value',
-    description: '',
-    parameters: { type: 'object', properties: {}, required: [], additionalProperties: false },
-    strict: true,
-  },
-];
+import { COUNTER_TOOLS } from '../../resources_servers/example_session_state_mgmt/tools.js';
+
+export { COUNTER_TOOLS };
 
 /** A row in the dataset's shape: create-params, an answer key, and dataset extras. */
 export function basicRow(text = 'what is 6 x 7?', extra: Row = {}): Row {

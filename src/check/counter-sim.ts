@@ -5,29 +5,7 @@
  * unserved tool, and Gym's `Invalid tool call arguments` for arguments that are not a JSON object.
  */
 
-const INTEGER_PARAM = { type: 'integer', description: '' };
-
-/** The two tool schemas, exactly as the counter dataset rows declare them. */
-export const INCREMENT_COUNTER_TOOL = {
-  name: 'increment_counter',
-  parameters: {
-    type: 'object',
-    properties: { count: INTEGER_PARAM },
-    required: ['count'],
-    additionalProperties: false,
-  },
-  strict: true,
-  type: 'function',
-  description: '',
-};
-
-export const GET_COUNTER_VALUE_TOOL = {
-  name: 'get_counter_value',
-  parameters: { type: 'object', properties: {}, required: [], additionalProperties: false },
-  strict: true,
-  type: 'function',
-  description: '',
-};
+export { GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from '../../resources_servers/example_session_state_mgmt/tools.js';
 
 export class CounterSimulation {
   constructor(private count: number) {}

@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
+import { COUNTER_TOOLS } from '../tools.js';
 
 /**
  * Synthetic counter tasks in the shape of `data/example.jsonl`, for load tests and benchmarks:
@@ -11,31 +12,10 @@ import { pathToFileURL } from 'node:url';
  * a + b`. Rows stream to disk (memory stays flat for any `--rows`), and the same `--seed` writes the same bytes.
  */
 
-const TOOLS = [
-  {
-    name: 'increment_counter',
-    parameters: {
-      type: 'object',
-      properties: { count: { type: 'integer', description: '' } },
-      required: ['count'],
-      additionalProperties: false,
-    },
-    strict: true,
-    type: 'function',
-    description: '',
-  },
-  {
-    name: 'get_counter_value',
-    parameters: { type: 'object', properties: {}, required: [], additionalProperties: false },
-    strict: true,
-    type: 'function',
-    description: '',
-  },
-];
-const TOOLS_JSON = JSON.stringify(TOOLS);
+const TOOLS_JSON = JSON.stringify(COUNTER_TOOLS);
 
 export interface CounterRow {
-  responses_create_params: { input: Array<{ content: string; role: 'user' }>; tools: typeof TOOLS };
+  responses_create_params: { input: Array<{ content: string; role: 'user' }>; tools: typeof COUNTER_TOOLS };
   expected_count: number;
   initial_count: number;
 }
