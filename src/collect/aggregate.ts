@@ -117,7 +117,7 @@ export async function aggregateAgents(
           errors.push(err instanceof Error ? err.message : String(err));
           return undefined;
         }
-        print(`\nKey metrics for ${agent}:\n${JSON.stringify(metrics.key_metrics, null, 4)}`);
+        print(`\nKey metrics for ${agent}:\n${floatJson(metrics.key_metrics)}`);
       }
       return {
         agent_ref: { name: agent },
@@ -133,4 +133,12 @@ export async function aggregateAgents(
 
 export function writeAggregateFile(path: string, entries: readonly AggregateEntry[]): void {
   writeFileAtomic(path, `${JSON.stringify(entries, null, 2)}\n`);
+}
+
+/**
+ * Key metrics are means, printed as Python prints floats (`"mean/reward": 1.0`, not `1`) so console output reads the
+ * same as the reference's; the files keep plain JSON numbers.
+ */
+export function floatJson(metrics: unknown): string {
+  return JSON.stringify(metrics, null, 4).replace(/^(\s*"[^"]*": -?\d+)(,?)$/gm, '$1.0$2');
 }

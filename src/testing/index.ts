@@ -352,3 +352,6 @@ export function toolOutputsIn(input: unknown): Array<{ call_id: string; output: 
   if (!Array.isArray(input)) return [];
   return input.filter((item) => item?.type === 'function_call_output') as Array<{ call_id: string; output: string }>;
 }
+
+// Scripted `/run` agents and a fake head server, for testing collectors and reporting without real agents.
+export * from './fake-agent.js';
