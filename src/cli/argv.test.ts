@@ -45,6 +45,18 @@ describe('commands', () => {
     assert.deepEqual(parsed.overrides, ['++timeout=5']);
     usageError(['agent', 'check'], /required: url/);
   });
+
+  test('view takes the rollouts file as a positional; --port and --host become overrides', () => {
+    const parsed = parse(['view', 'results/rollouts.jsonl', '--port', '8080', '--host=::1']);
+    assert.equal(parsed.command, 'view');
+    assert.deepEqual(parsed.positionals, ['results/rollouts.jsonl']);
+    assert.deepEqual(parsed.overrides, ['+port=8080', '+host=::1']);
+    assert.deepEqual(parse(['view', 'r.jsonl']).overrides, []);
+    assert.equal(parse(['view', '--help']).help, true);
+    assert.match(usage('view'), /usage: gym view <rollouts>[\s\S]*--port N[\s\S]*--host HOST/);
+    usageError(['view'], /required: rollouts/);
+    usageError(['view', 'r.jsonl', '--port', 'eighty'], /invalid int value: 'eighty'/);
+  });
 });
 
 describe('flags become overrides', () => {

@@ -64,6 +64,8 @@ const FLAGS = {
   rollouts: { long: '--rollouts', value: 'string', metavar: 'JSONL', key: 'rollouts_jsonl_fpath', help: 'The run\'s rollouts file (+rollouts_jsonl_fpath).' },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
+  port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
+  host: { long: '--host', value: 'string', metavar: 'HOST', key: 'host', help: 'Address to serve on (+host; default 127.0.0.1, this machine only).' },
 } satisfies Record<string, FlagSpec>;
 
 const VERBOSE: FlagSpec = { long: '--verbose', short: '-v', help: 'Debug logging here and in every spawned server (+verbose=true).' };
@@ -133,6 +135,12 @@ const COMMANDS: Record<string, CommandSpec> = {
     positionals: ['url'],
     examples: ['gym agent check http://localhost:9000'],
   },
+  view: {
+    summary: 'Serve a local viewer of a rollouts file and its failures sidecar: a table of every rollout, and each trajectory step by step.',
+    flags: [FLAGS.port, FLAGS.host],
+    positionals: ['rollouts'],
+    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080'],
+  },
   version: {
     summary: 'Print version information.',
     flags: [FLAGS.json],
@@ -145,7 +153,7 @@ const GROUPS: Record<string, string[]> = {
   eval: ['run', 'profile', 'aggregate'],
   agent: ['check'],
 };
-const LEAVES = ['quickstart', 'version', 'help'];
+const LEAVES = ['quickstart', 'view', 'version', 'help'];
 
 function flagsOf(command: string): FlagSpec[] {
   return [...(COMMANDS[command]?.flags ?? []), VERBOSE, HELP];

@@ -15,6 +15,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   'eval aggregate': async () => (await import('./commands/eval.js')).evalAggregate,
   quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
   'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,
+  view: async () => (await import('./commands/view.js')).view,
   version: async () => (await import('./commands/version.js')).version,
 };
 

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import { runGym, spawnGym, waitFor } from '../collect/cli-harness.js';
+import { writeRun } from './test-fixtures.js';
+
+test('gym view prints the URL it serves on, serves the index there, and stops on a signal', async () => {
+  const run = writeRun();
+  const gym = spawnGym(['view', 'rollouts.jsonl', '--port', '0'], { cwd: run.dir });
+  let stdout = '';
+  gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
+  try {
+    await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
+    const match = /^Viewing rollouts\.jsonl \(\+ failures\) at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
+    assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
+    const res = await fetch(`${match[1]}/`);
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /5 rollouts<\/strong>: 3 ok/);
+  } finally {
+    gym.child.kill('SIGTERM');
+  }
+  const result = await gym.result;
+  assert.equal(result.code, 0, result.stderr);
+});
+
+test('gym view on a missing file exits 1 naming the file', async () => {
+  const run = writeRun();
+  const result = await runGym(['view', path.join('results', 'missing.jsonl')], { cwd: run.dir });
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /^Error: results\/missing\.jsonl does not exist\./);
+});

@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { ConfigError } from '../errors.js';
+import { html } from './html.js';
+import { startViewServer, type ViewServer } from './server.js';
+import { appendRaw, HOSTILE, writeRun } from './test-fixtures.js';
+
+const servers: ViewServer[] = [];
+after(() => Promise.all(servers.map((server) => server.close())));
+
+async function serve(rollouts: string, pageSize?: number): Promise<ViewServer> {
+  const server = await startViewServer({ rolloutsPath: rollouts, port: 0, ...(pageSize ? { pageSize } : {}) });
+  servers.push(server);
+  return server;
+}
+
+async function get(server: ViewServer, target: string): Promise<{ status: number; text: string; type: string | null }> {
+  const res = await fetch(server.url + target);
+  return { status: res.status, text: await res.text(), type: res.headers.get('content-type') };
+}
+
+const decode = (text: string): string =>
+  text.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&').trim();
+
+/** The index table's rows as cell texts: task, rollout, attempt, agent, reward, status, steps, error. */
+function tableRows(page: string): string[][] {
+  const body = /<tbody>([\s\S]*)<\/tbody>/.exec(page)?.[1] ?? '';
+  return [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)]
+    .map((row) => [...row[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => decode(cell[1]!)))
+    .filter((cells) => cells.length > 1)
+    .map((cells) => cells.slice(0, 8));
+}
+
+function detailLinks(page: string): string[] {
+  return [...page.matchAll(/<a href="(\/rollout\?[^"]+)">view<\/a>/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
+}
+
+describe('index page', () => {
+  test('lists successes and failures from both files, sorted by (task, rollout), with the summary counts', async () => {
+    const run = writeRun();
+    const server = await serve(run.rollouts);
+    const { status, text, type } = await get(server, '/');
+    assert.equal(status, 200);
+    assert.match(type ?? '', /^text\/html/);
+    assert.match(decode(text), /5 rollouts: 3 ok, 2 failed \(1 retryable, 1 terminal\) · mean reward 0\.5 over 3 successes/);
+    assert.deepEqual(tableRows(text), [
+      ['0', '0', '0', 'remote_agent', '0', 'ok', '1 message', ''],
+      ['0', '1', '0', 'remote_agent', '0.5', 'ok', '1 call · 1 output · 1 message', ''],
+      ['1', '0', '0', 'remote_agent', '1', 'ok', '1 reasoning · 1 call · 1 output · 1 message · 1 web_search_call', ''],
+      ['2', '0', '1', 'remote_agent', '0', 'failed', '1 call', `transport error <b>${HOSTILE}</b>`],
+      ['2', '1', '1', 'remote_agent', '0', 'failed-terminal', 'none', 'service broke the contract: step 2 returned no output'],
+    ]);
+    assert.deepEqual(detailLinks(text), [
+      '/rollout?file=main&line=3',
+      '/rollout?file=main&line=2',
+      '/rollout?file=main&line=1',
+      '/rollout?file=failures&line=2',
+      '/rollout?file=failures&line=1',
+    ]);
+  });
+
+  test('filters by status through the query string', async () => {
+    const server = await serve(writeRun().rollouts);
+    const statuses = async (query: string) => tableRows((await get(server, `/${query}`)).text).map((cells) => `${cells[0]}:${cells[1]} ${cells[5]}`);
+    assert.deepEqual(await statuses('?status=failed'), ['2:0 failed']);
+    assert.deepEqual(await statuses('?status=failed-terminal'), ['2:1 failed-terminal']);
+    assert.deepEqual(await statuses('?status=failed,failed-terminal'), ['2:0 failed', '2:1 failed-terminal']);
+    assert.deepEqual(await statuses('?status=ok'), ['0:0 ok', '0:1 ok', '1:0 ok']);
+    const bad = await get(server, '/?status=broken');
+    assert.equal(bad.status, 400);
+    assert.match(decode(bad.text), /Unknown status 'broken'/);
+  });
+
+  test('pages the table, keeping the filter in the page links', async () => {
+    const server = await serve(writeRun().rollouts, 2);
+    const first = await get(server, '/');
+    assert.deepEqual(tableRows(first.text).map((cells) => `${cells[0]}:${cells[1]}`), ['0:0', '0:1']);
+    assert.match(decode(first.text), /Page 1 of 3 \(rows 1–2 of 5\)/);
+    assert.match(first.text, /<a href="\/\?page=2">next →<\/a>/);
+    assert.doesNotMatch(first.text, /← previous/);
+
+    const last = await get(server, '/?page=3');
+    assert.deepEqual(tableRows(last.text).map((cells) => `${cells[0]}:${cells[1]}`), ['2:1']);
+    assert.match(last.text, /<a href="\/\?page=2">← previous<\/a>/);
+    assert.doesNotMatch(last.text, /next →/);
+
+    const filtered = await get(server, '/?status=ok&page=2');
+    assert.deepEqual(tableRows(filtered.text).map((cells) => `${cells[0]}:${cells[1]}`), ['1:0']);
+    assert.match(filtered.text, /<a href="\/\?status=ok">← previous<\/a>/);
+    assert.equal((await get(server, '/?page=0')).status, 400);
+  });
+
+  test('a missing failures sidecar is fine; a missing rollouts file is a ConfigError naming it', async () => {
+    const run = writeRun({ failures: false });
+    const server = await serve(run.rollouts);
+    const { text } = await get(server, '/');
+    assert.match(decode(text), /No failures sidecar \(.*rollouts_failures\.jsonl does not exist\)/);
+    assert.match(decode(text), /3 rollouts: 3 ok, 0 failed/);
+    assert.equal(tableRows(text).length, 3);
+
+    const missing = path.join(run.dir, 'nope.jsonl');
+    await assert.rejects(startViewServer({ rolloutsPath: missing }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, /nope\.jsonl does not exist/);
+      return true;
+    });
+  });
+
+  test('a port already in use is a ConfigError that says how to pick another', async () => {
+    const run = writeRun();
+    const first = await serve(run.rollouts);
+    await assert.rejects(startViewServer({ rolloutsPath: run.rollouts, port: first.port }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, new RegExp(`port ${first.port} is already in use.*--port`));
+      return true;
+    });
+  });
+
+  test('a torn last line is skipped and noted; once whole (and after more rows), the index picks the file up again', async () => {
+    const run = writeRun();
+    appendRaw(run.rollouts, '{"_ng_task_index": 9, "_ng_rollout_index": 0, "resp');
+    const server = await serve(run.rollouts);
+    const torn = await get(server, '/');
+    assert.equal(torn.status, 200);
+    assert.match(decode(torn.text), /5 rollouts: 3 ok/);
+    assert.match(decode(torn.text), /1 unreadable line skipped:[\s\S]*rollouts\.jsonl:4 — incomplete last line/);
+
+    appendRaw(run.rollouts, 'onse": {"output": []}, "reward": 1, "agent_ref": {"name": "remote_agent"}}\n');
+    const whole = await get(server, '/');
+    assert.match(decode(whole.text), /6 rollouts: 4 ok/);
+    assert.doesNotMatch(whole.text, /unreadable line/);
+    assert.equal(tableRows(whole.text).at(-1)?.[0], '9');
+  });
+});
+
+describe('detail page', () => {
+  test('renders the task input, then each trajectory item in order, usage, reward and the raw row', async () => {
+    const server = await serve(writeRun().rollouts);
+    const { status, text } = await get(server, '/rollout?file=main&line=1');
+    assert.equal(status, 200);
+    const markers = [
+      'Task input',
+      'task 1',
+      'Tools offered: lookup',
+      '1. reasoning',
+      'Thinking about the capital',
+      '2. call <code>lookup</code>',
+      '{\n  &quot;city&quot;: &quot;Paris&quot;,\n  &quot;days&quot;: 2\n}',
+      '3. output of <code>lookup</code>',
+      '&quot;temperature&quot;: 21',
+      '4. assistant message',
+      'It is 21 degrees.',
+      '5. web_search_call',
+      '&quot;query&quot;: &quot;weather paris&quot;',
+      'Usage',
+      'output_tokens_details.reasoning_tokens</dt><dd>3',
+      'Raw row',
+      '<details>',
+    ];
+    let previous = -1;
+    for (const marker of markers) {
+      const at = text.indexOf(marker, previous + 1);
+      assert.ok(at > previous, `expected ${JSON.stringify(marker)} after position ${previous}`);
+      previous = at;
+    }
+    assert.match(decode(text), /Task 1 · rollout 0/);
+    assert.match(text, /<dt>reward<\/dt><dd>1<\/dd>/);
+    assert.match(text, /<dt>status<\/dt><dd><span class="status-ok">ok<\/span><\/dd>/);
+    assert.doesNotMatch(text, /<h2>Error<\/h2>/);
+  });
+
+  test('a failure shows its error, its class and its partial trajectory; a terminal one without a trajectory says so', async () => {
+    const server = await serve(writeRun().rollouts);
+    const retryable = decode((await get(server, '/rollout?file=failures&line=2')).text);
+    assert.match(retryable, /Task 2 · rollout 0 · attempt 1/);
+    assert.match(retryable, /Error\s*transport error <b><script>/);
+    assert.match(retryable, /failure class remote_agent_error · retryable/);
+    assert.match(retryable, /Partial trajectory\s*1\. call lookup/);
+    assert.match(retryable, /input_tokens\s*2/);
+
+    const terminal = decode((await get(server, '/rollout?file=failures&line=1')).text);
+    assert.match(terminal, /terminal \(never retried\)/);
+    assert.match(terminal, /No partial trajectory was recorded/);
+  });
+
+  test('unknown rows and bad parameters answer an HTML error page', async () => {
+    const server = await serve(writeRun().rollouts);
+    const missing = await get(server, '/rollout?file=main&line=99');
+    assert.equal(missing.status, 404);
+    assert.match(decode(missing.text), /rollouts\.jsonl has no readable row on line 99/);
+    assert.equal((await get(server, '/rollout?file=other&line=1')).status, 400);
+    assert.equal((await get(server, '/rollout?file=main&line=x')).status, 400);
+  });
+});
+
+describe('untrusted content', () => {
+  test('script tags from messages, tool calls, outputs, task input and errors are escaped on every page', async () => {
+    const server = await serve(writeRun().rollouts);
+    const pages = ['/', '/rollout?file=main&line=2', '/rollout?file=failures&line=2'];
+    for (const target of pages) {
+      const { text } = await get(server, target);
+      assert.doesNotMatch(text, /<script|<b>/i, `${target} must not contain live markup from the files`);
+      assert.match(text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/, `${target} shows the text escaped`);
+    }
+    const detail = (await get(server, '/rollout?file=main&line=2')).text;
+    for (const shown of [`please ${HOSTILE}`, `found ${HOSTILE}`, `answer ${HOSTILE}`]) assert.ok(decode(detail).includes(shown), shown);
+  });
+
+  test('the html template escapes interpolations but not nested fragments; pages forbid scripts outright', async () => {
+    assert.equal(html`<p>${'<a href="x">&\''}</p>${html`<br>`}`.text, '<p>&lt;a href=&quot;x&quot;&gt;&amp;&#39;</p><br>');
+    const server = await serve(writeRun().rollouts);
+    const res = await fetch(`${server.url}/`);
+    assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+  });
+
+  test('requests addressed to a non-loopback host name are refused (DNS rebinding)', async () => {
+    const server = await serve(writeRun().rollouts);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port: server.port, path: '/', headers: { host: `attacker.example:${server.port}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.once('error', reject);
+    });
+    assert.equal(status, 403);
+    assert.equal((await get(server, '/')).status, 200);
+  });
+});
