@@ -20,7 +20,8 @@ import { z } from 'zod';
 
 const AnyObject = z.looseObject({});
 const Int = z.int();
-const ItemStatus = z.enum(['in_progress', 'completed', 'incomplete']);
+const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
+const ItemStatus = z.enum(ITEM_STATUSES);
 const nullableString = z.string().nullish();
 
 // ---------------------------------------------------------------------------------------------------
@@ -128,7 +129,8 @@ function requireCompleteTokenMetadata(item: Record<string, unknown>, ctx: z.Refi
 // ---------------------------------------------------------------------------------------------------
 // Items (§6.2). One union serves input, output and instructions; only the message `type` differs.
 
-const MessageRole = z.enum(['user', 'assistant', 'system', 'developer']);
+const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'] as const;
+const MessageRole = z.enum(MESSAGE_ROLES);
 
 /**
  * The three message forms, in the order the error formatter relies on (MESSAGE_FORM): assistant
@@ -391,8 +393,9 @@ const ParamsTool = z.discriminatedUnion('type', [
   ...hostedTools,
 ]);
 
+const TOOL_CHOICE_MODES = ['none', 'auto', 'required'] as const;
 const ToolChoice = z.union([
-  z.enum(['none', 'auto', 'required']),
+  z.enum(TOOL_CHOICE_MODES),
   z.discriminatedUnion('type', [
     z.looseObject({
       type: z.literal('allowed_tools'),
@@ -426,7 +429,8 @@ const ReasoningConfig = z.looseObject({
   generate_summary: ReasoningSummaryMode.nullish(),
   summary: ReasoningSummaryMode.nullish(),
 });
-const ServiceTier = z.enum(['auto', 'default', 'flex', 'scale', 'priority']);
+const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+const ServiceTier = z.enum(SERVICE_TIERS);
 const TextConfig = z.looseObject({
   format: z
     .discriminatedUnion('type', [
@@ -437,10 +441,13 @@ const TextConfig = z.looseObject({
     .nullish(),
   verbosity: z.enum(['low', 'medium', 'high']).nullish(),
 });
-const Truncation = z.enum(['auto', 'disabled']);
+const TRUNCATIONS = ['auto', 'disabled'] as const;
+const Truncation = z.enum(TRUNCATIONS);
 
 // ---------------------------------------------------------------------------------------------------
 // The Response object (§6.1). `output_text` is an SDK convenience, not part of the wire contract.
+
+const RESPONSE_STATUSES = ['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete'] as const;
 
 export const ResponseSchema = z.looseObject({
   id: z.string(),
@@ -472,7 +479,7 @@ export const ResponseSchema = z.looseObject({
   prompt: Prompt.nullish(),
   reasoning: ReasoningConfig.nullish(),
   service_tier: ServiceTier.nullish(),
-  status: z.enum(['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete']).nullish(),
+  status: z.enum(RESPONSE_STATUSES).nullish(),
   text: TextConfig.nullish(),
   truncation: Truncation.nullish(),
   usage: UsageSchema.nullish(),
@@ -531,16 +538,208 @@ export type CreateParams = z.infer<typeof CreateParamsSchema>;
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; message: string };
 
+
+// ---------------------------------------------------------------------------------------------------
+// Fast path: certain answers for the common shapes, without zod.
+//
+// Zod gives the exact verdict and the error text, but it is slow until V8 has warmed it up, and each rollout
+// validates about eight objects across the collector, the agent and the environment (together ≈ 0.15 ms of CPU
+// per rollout in the bench's scenario 1). The checks below accept only objects the schemas above certainly
+// accept: each checks the fields of the common shapes exactly as the schema declares them, and every declared
+// field it does not check must be absent. Anything else is "not sure" and goes to zod. The contract tests hold
+// every validate* verdict equal to the schema's on thousands of mutated objects.
+
+type Check = (value: unknown) => boolean;
+
+const isString: Check = (value) => typeof value === 'string';
+const isBoolean: Check = (value) => typeof value === 'boolean';
+const isSafeInt: Check = (value) => Number.isSafeInteger(value);
+const isFiniteNumber: Check = (value) => typeof value === 'number' && Number.isFinite(value);
+const isNil: Check = (value) => value === undefined || value === null;
+const nil = (check: Check): Check => (value) => value === undefined || value === null || check(value);
+const optional = (check: Check): Check => (value) => value === undefined || check(value);
+const oneOf = (values: readonly unknown[]): Check => (value) => values.includes(value);
+const exactly = (expected: unknown): Check => (value) => value === expected;
+/** Every element, holes included (`every` would skip the holes of a sparse array; zod sees them as undefined). */
+const listOf = (check: Check): Check => (value) => {
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i++) if (!check(value[i])) return false;
+  return true;
+};
+const emptyList: Check = (value) => Array.isArray(value) && value.length === 0;
+const anyObject: Check = (value) => isRecord(value);
+
+/** A loose object whose `declared` keys not named in `checks` must all be absent. */
+function looseObject(declared: readonly string[], checks: Record<string, Check>): Check {
+  const entries = Object.entries(checks);
+  const absent = declared.filter((key) => !Object.hasOwn(checks, key));
+  return (value) => {
+    if (!isRecord(value)) return false;
+    for (const [key, check] of entries) if (!check(value[key])) return false;
+    for (const key of absent) if (value[key] !== undefined) return false;
+    return true;
+  };
+}
+
+/** A strict object: as `looseObject`, and no key outside `declared`. */
+function strictObject(declared: readonly string[], checks: Record<string, Check>): Check {
+  const loose = looseObject(declared, checks);
+  const known = new Set(declared);
+  return (value) => loose(value) && Object.keys(value as object).every((key) => known.has(key));
+}
+
+const TOKEN_METADATA_KEYS = Object.keys(tokenMetadataShape);
+const itemStatus = nil(oneOf(ITEM_STATUSES));
+
+const plainOutputText = looseObject(['type', 'text', 'annotations', 'logprobs'], {
+  type: exactly('output_text'),
+  text: isString,
+  annotations: emptyList,
+  logprobs: isNil,
+});
+const plainOutputMessage = looseObject(['type', 'id', 'role', 'status', 'content', ...TOKEN_METADATA_KEYS], {
+  type: exactly('message'),
+  id: isString,
+  role: optional(exactly('assistant')),
+  status: optional(oneOf(ITEM_STATUSES)),
+  content: listOf(plainOutputText),
+});
+const plainEasyMessage = looseObject(['type', 'role', 'content', ...TOKEN_METADATA_KEYS], {
+  type: optional(exactly('message')),
+  role: oneOf(MESSAGE_ROLES),
+  content: isString,
+});
+const plainFunctionCall = looseObject(Object.keys(FunctionCallSchema.shape), {
+  type: exactly('function_call'),
+  arguments: isString,
+  call_id: isString,
+  name: isString,
+  id: nil(isString),
+  status: itemStatus,
+});
+const plainFunctionCallOutput = looseObject(Object.keys(FunctionCallOutputSchema.shape), {
+  type: exactly('function_call_output'),
+  call_id: isString,
+  output: isString,
+  id: nil(isString),
+  status: itemStatus,
+});
+const plainReasoning = looseObject(Object.keys(ReasoningItem.shape), {
+  type: exactly('reasoning'),
+  id: isString,
+  summary: listOf(looseObject(['type', 'text'], { type: exactly('summary_text'), text: isString })),
+  encrypted_content: nil(isString),
+  content: isNil,
+});
+
+const NON_MESSAGE_ITEMS = new Map<unknown, Check>([
+  ['function_call', plainFunctionCall],
+  ['function_call_output', plainFunctionCallOutput],
+  ['reasoning', plainReasoning],
+]);
+const plainOutputItem: Check = (item) =>
+  isRecord(item) && (item.type === 'message' ? plainOutputMessage(item) : (NON_MESSAGE_ITEMS.get(item.type)?.(item) ?? false));
+const plainInputItem: Check = (item) =>
+  isRecord(item) &&
+  (item.type === undefined || item.type === 'message'
+    ? plainEasyMessage(item) || plainOutputMessage(item)
+    : (NON_MESSAGE_ITEMS.get(item.type)?.(item) ?? false));
+
+const plainUsage = looseObject(Object.keys(UsageSchema.shape), {
+  input_tokens: isSafeInt,
+  input_tokens_details: looseObject(['cached_tokens'], { cached_tokens: (value) => value === null || isSafeInt(value) }),
+  output_tokens: isSafeInt,
+  output_tokens_details: looseObject(['reasoning_tokens'], { reasoning_tokens: (value) => value === null || isSafeInt(value) }),
+  total_tokens: isSafeInt,
+});
+
+const FUNCTION_TOOL_KEYS = ['type', 'name', 'parameters', 'strict', 'description'];
+const plainResponseTool = looseObject(FUNCTION_TOOL_KEYS, {
+  type: exactly('function'),
+  name: isString,
+  parameters: nil(anyObject),
+  strict: nil(isBoolean),
+  description: nil(isString),
+});
+const plainParamsTool = looseObject(FUNCTION_TOOL_KEYS, {
+  type: exactly('function'),
+  name: isString,
+  parameters: (value) => value === null || anyObject(value),
+  strict: (value) => value === null || isBoolean(value),
+  description: nil(isString),
+});
+
+const plainResponse = looseObject(Object.keys(ResponseSchema.shape), {
+  id: isString,
+  created_at: isFiniteNumber,
+  model: isString,
+  object: exactly('response'),
+  output: listOf(plainOutputItem),
+  parallel_tool_calls: isBoolean,
+  tool_choice: oneOf(TOOL_CHOICE_MODES),
+  tools: listOf(plainResponseTool),
+  status: nil(oneOf(RESPONSE_STATUSES)),
+  usage: nil(plainUsage),
+  temperature: nil(isFiniteNumber),
+  top_p: nil(isFiniteNumber),
+  background: nil(isBoolean),
+  max_output_tokens: nil(isSafeInt),
+  max_tool_calls: nil(isSafeInt),
+  top_logprobs: nil(isSafeInt),
+  previous_response_id: nil(isString),
+  prompt_cache_key: nil(isString),
+  safety_identifier: nil(isString),
+  user: nil(isString),
+  service_tier: nil(oneOf(SERVICE_TIERS)),
+  truncation: nil(oneOf(TRUNCATIONS)),
+  error: isNil,
+  incomplete_details: isNil,
+  instructions: isNil,
+  metadata: isNil,
+  conversation: isNil,
+  prompt: isNil,
+  reasoning: isNil,
+  text: isNil,
+});
+
+const plainCreateParams = strictObject(Object.keys(CreateParamsSchema.shape), {
+  input: (value) => isString(value) || listOf(plainInputItem)(value),
+  tools: optional(listOf(plainParamsTool)),
+  tool_choice: optional(oneOf(TOOL_CHOICE_MODES)),
+  parallel_tool_calls: optional(isBoolean),
+  model: nil(isString),
+  instructions: nil(isString),
+  previous_response_id: nil(isString),
+  user: nil(isString),
+  temperature: nil(isFiniteNumber),
+  top_p: nil(isFiniteNumber),
+  max_output_tokens: nil(isSafeInt),
+  max_tool_calls: nil(isSafeInt),
+  top_logprobs: nil(isSafeInt),
+  background: nil(isBoolean),
+  store: nil(isBoolean),
+  stream: nil(exactly(false)),
+  service_tier: nil(oneOf(SERVICE_TIERS)),
+  truncation: nil(oneOf(TRUNCATIONS)),
+  include: isNil,
+  metadata: isNil,
+  prompt: isNil,
+  reasoning: isNil,
+  text: isNil,
+});
+
 // ---------------------------------------------------------------------------------------------------
 // Validation entry points. On success the value is the caller's own object, untouched.
 
 export function validateResponse(value: unknown): Validation<ResponseObject> {
+  if (plainResponse(value)) return { ok: true, value: value as ResponseObject };
   const result = ResponseSchema.safeParse(value);
   if (result.success) return { ok: true, value: value as ResponseObject };
   return { ok: false, message: describeIssues(result.error.issues, value, []) };
 }
 
 export function validateCreateParams(value: unknown): Validation<CreateParams> {
+  if (plainCreateParams(value)) return { ok: true, value: value as CreateParams };
   const result = CreateParamsSchema.safeParse(value);
   if (result.success) return { ok: true, value: value as CreateParams };
   return { ok: false, message: describeIssues(result.error.issues, value, []) };
@@ -549,6 +748,7 @@ export function validateCreateParams(value: unknown): Validation<CreateParams> {
 /** `null` and `undefined` mean "no usage reported", which is valid; anything else must be complete. */
 export function validateUsage(value: unknown): Validation<Usage | null> {
   if (value === null || value === undefined) return { ok: true, value: null };
+  if (plainUsage(value)) return { ok: true, value: value as Usage };
   const result = UsageSchema.safeParse(value);
   if (result.success) return { ok: true, value: value as Usage };
   return { ok: false, message: describeIssues(result.error.issues, { usage: value }, ['usage']) };
@@ -564,8 +764,8 @@ export function validateUsage(value: unknown): Validation<Usage | null> {
  */
 export function sumUsage(total: Usage | null | undefined, add: Usage | null | undefined): Usage | null {
   if (add == null) return total ?? null;
-  if (total == null) return structuredClone(add);
-  const sum = structuredClone(total);
+  if (total == null) return copyJson(add);
+  const sum = copyJson(total);
   sum.input_tokens = total.input_tokens + add.input_tokens;
   sum.output_tokens = total.output_tokens + add.output_tokens;
   sum.total_tokens = total.total_tokens + add.total_tokens;
@@ -582,6 +782,23 @@ export function sumUsage(total: Usage | null | undefined, add: Usage | null | un
     );
   }
   return sum;
+}
+
+/**
+ * A deep copy of JSON data (what `structuredClone` gives for it, at a fraction of the cost: usage is summed on
+ * every step of every rollout).
+ */
+function copyJson<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const item = copyJson((value as Record<string, unknown>)[key]);
+    // A parsed "__proto__" key is an own property; plain assignment would set the copy's prototype instead.
+    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    else copy[key] = item;
+  }
+  return copy as T;
 }
 
 function addCounts(a: number | null | undefined, b: number | null | undefined): number | null {

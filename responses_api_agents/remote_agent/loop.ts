@@ -12,6 +12,7 @@ import { RESERVED_ROUTES } from '../../src/server/resources-server.js';
 import type { RunBudget } from './budget.js';
 import type { Environment } from './environment.js';
 import type { ServiceClient } from './service-client.js';
+import { StepBody } from './step-body.js';
 
 /**
  * The agent loop, in process (no internal HTTP hop, so the run deadline reaches the in-flight service call).
@@ -44,13 +45,9 @@ export async function runAgentLoop(
   ctx: LoopContext,
   trajectory: Trajectory,
 ): Promise<ResponseObject> {
-  const input = normalizeInput(params.input);
+  const body = new StepBody(params, normalizeInput(params.input));
   for (let step = 1; ; step++) {
-    const response = await ctx.service.respond(
-      { ...params, input: [...input, ...trajectory.items] },
-      ctx.serviceJar,
-      ctx.budget,
-    );
+    const response = await ctx.service.respond(body.build(trajectory.items), ctx.serviceJar, ctx.budget);
     trajectory.addResponse(response);
     checkResponseStatus(response);
     if (response.incomplete_details) break;

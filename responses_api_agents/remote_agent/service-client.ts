@@ -51,9 +51,11 @@ export class ServiceClient {
     this.retryDelayMs = options.connectRetryDelayMs ?? 500;
   }
 
-  /** One loop step. `jar` is this rollout's service cookie jar (sent, and updated from the reply). */
-  async respond(params: unknown, jar: CookieJar, budget: RunBudget): Promise<ResponseObject> {
-    const body = JSON.stringify(params);
+  /**
+   * One loop step: `body` is the encoded create-params (see StepBody). `jar` is this rollout's service cookie jar
+   * (sent, and updated from the reply).
+   */
+  async respond(body: Buffer, jar: CookieJar, budget: RunBudget): Promise<ResponseObject> {
     for (let overloadRetries = 0; ; overloadRetries++) {
       const res = await this.post(body, jar, budget);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
@@ -67,7 +69,7 @@ export class ServiceClient {
     }
   }
 
-  private async post(body: string, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
+  private async post(body: Buffer, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
     let tries = 0;
     try {
       return await withRetries(

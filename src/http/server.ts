@@ -133,9 +133,9 @@ export class App {
   }
 
   private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const abort = new AbortController();
+    const abort = new ClientGone();
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) abort.fire();
     });
     let body: Buffer;
     try {
@@ -158,7 +158,7 @@ export class App {
       q < 0 ? '' : rawUrl.slice(q + 1),
       req.headers,
       body,
-      abort.signal,
+      abort,
     );
     let reply: GymReply;
     try {
@@ -196,6 +196,28 @@ export class App {
   }
 }
 
+/**
+ * "The client went away", as an AbortSignal created only when a handler asks for one: most requests (every tool
+ * call) never do, and an AbortController per request was one of the environment's top costs in the profile.
+ */
+class ClientGone {
+  private controller: AbortController | undefined;
+  private gone = false;
+
+  fire(): void {
+    this.gone = true;
+    this.controller?.abort();
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.gone) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+}
+
 class IncomingRequest implements GymRequest {
   readonly locals: Record<string, unknown> = {};
   private parsedCookies: Record<string, string> | undefined;
@@ -209,8 +231,12 @@ class IncomingRequest implements GymRequest {
     private readonly rawQuery: string,
     readonly headers: http.IncomingHttpHeaders,
     readonly body: Buffer,
-    readonly signal: AbortSignal,
+    private readonly clientGone: ClientGone,
   ) {}
+
+  get signal(): AbortSignal {
+    return this.clientGone.signal;
+  }
 
   get cookies(): Record<string, string> {
     this.parsedCookies ??= parseCookieHeader(this.headers.cookie);

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { CreateParams } from '../../src/contract.js';
+import { StepBody } from './step-body.js';
+
+/** What the loop sent before StepBody existed; StepBody must produce these exact bytes. */
+function expected(params: Record<string, unknown>, input: unknown[], items: unknown[]): Buffer {
+  return Buffer.from(JSON.stringify({ ...params, input: [...input, ...items] }));
+}
+
+test('StepBody writes the bytes JSON.stringify would, step after step', () => {
+  const params = {
+    model: 'm',
+    input: [{ role: 'user', content: 'add 1 then add 2 — “quoted” 😀 \ud800 lone surrogate' }],
+    tools: [{ type: 'function', name: 'increment_counter', parameters: { type: 'object' } }],
+    temperature: 0.5,
+    metadata: undefined,
+    text: null,
+  };
+  const input = params.input as unknown[];
+  const body = new StepBody(params as unknown as CreateParams, input);
+  const items: unknown[] = [];
+  assert.deepEqual(body.build(items), expected(params, input, items));
+  items.push({ type: 'function_call', call_id: 'c1', name: 'increment_counter', arguments: '{"count":1}', extra: { deep: [1, 2.5, 'x'] } });
+  items.push({ type: 'function_call_output', call_id: 'c1', output: '{"success": true}' });
+  assert.deepEqual(body.build(items), expected(params, input, items));
+  items.push({ type: 'reasoning', id: 'rs', summary: [{ type: 'summary_text', text: 'r'.repeat(100_000) }] }, undefined);
+  assert.deepEqual(body.build(items), expected(params, input, items));
+});
+
+test('StepBody keeps input where the params put it: first, last, or alone', () => {
+  for (const params of [
+    { input: [{ role: 'user', content: 'a' }], model: 'm' },
+    { model: 'm', tool_choice: 'auto', input: [] },
+    { input: [{ role: 'user', content: 'a' }] },
+    { skipped: undefined, input: [{ role: 'user', content: 'a' }], also: () => 1 },
+  ]) {
+    const input = params.input as unknown[];
+    const items = [{ type: 'function_call_output', call_id: 'c', output: 'o' }];
+    assert.deepEqual(new StepBody(params as unknown as CreateParams, input).build(items), expected(params, input, items));
+  }
+});
