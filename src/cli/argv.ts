@@ -12,7 +12,7 @@ import { UsageError } from '../errors.js';
 
 export interface ParsedCommand {
   /** e.g. 'env start', 'eval run', 'eval profile', 'eval aggregate', 'env status', 'env stop', 'env resolve',
-   *  'quickstart', 'agent check', 'version', 'help' */
+   *  'quickstart', 'agent check', 'view', 'version', 'help' */
   command: string;
   /** `eval run --no-serve`: use servers that are already running. */
   noServe: boolean;
