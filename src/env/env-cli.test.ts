@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { findFreePort } from '../config/index.js';
@@ -14,6 +13,7 @@ import {
   GYM_BIN,
   isAlive,
   makeScratch,
+  occupyPort,
   processesWithMarker,
   type Scratch,
 } from './testing-fixtures.js';
@@ -225,14 +225,3 @@ describe('gym env start / status / stop', () => {
     return pid;
   }
 });
-
-function occupyPort(): Promise<{ port: number; close(): Promise<void> }> {
-  return new Promise((resolve) => {
-    const server = net.createServer((socket) => socket.destroy()).listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () => new Promise<void>((done) => server.close(() => done())),
-      });
-    });
-  });
-}

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +9,15 @@ import { ConfigError, GymError } from '../errors.js';
 import { request } from '../http/client.js';
 import type { InstanceRecord } from '../server/head-server.js';
 import { StartAborted, startEnvironment, type RunningEnvironment, type StartOptions } from './supervisor.js';
-import { eventually, fixtureServer, isAlive, makeScratch, processesWithMarker, type Scratch } from './testing-fixtures.js';
+import {
+  eventually,
+  fixtureServer,
+  isAlive,
+  makeScratch,
+  occupyPort,
+  processesWithMarker,
+  type Scratch,
+} from './testing-fixtures.js';
 
 /** Collects everything the supervisor writes, and resolves waits for a pattern as soon as it appears. */
 class Output extends PassThrough {
@@ -225,14 +232,3 @@ describe('startEnvironment', () => {
     await nothingLeft();
   });
 });
-
-function occupyPort(): Promise<{ port: number; close(): Promise<void> }> {
-  return new Promise((resolve) => {
-    const server = net.createServer((socket) => socket.destroy()).listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () => new Promise<void>((done) => server.close(() => done())),
-      });
-    });
-  });
-}

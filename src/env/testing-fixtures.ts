@@ -3,6 +3,7 @@
  * in its config block, config files, and checks that no process was left behind.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -136,4 +137,16 @@ export async function eventually(check: () => boolean, timeoutMs: number, what: 
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** A loopback port held by another listener, for the "port already in use" tests. */
+export function occupyPort(): Promise<{ port: number; close(): Promise<void> }> {
+  return new Promise((resolve) => {
+    const server = net.createServer((socket) => socket.destroy()).listen(0, '127.0.0.1', () => {
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () => new Promise<void>((done) => server.close(() => done())),
+      });
+    });
+  });
 }
