@@ -18,7 +18,7 @@ const agentLookup = () => import('../../collect/agents.js');
 const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
 const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`);
 
-function collectIO(): CollectIO {
+export function collectIO(): CollectIO {
   return { out: stdoutLine, warn: stderrLine, progressStream: process.stderr, env: process.env };
 }
 

@@ -58,15 +58,11 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     const { parseCollectionConfig } = await import('../../collect/config.js');
     const { agentDirectoryFromConfig } = await import('../../collect/agents.js');
     const { collectRollouts } = await import('../../collect/collect.js');
+    const { collectIO } = await import('./eval.js');
     const collected = await collectRollouts({
       config: parseCollectionConfig(config),
       agents: agentDirectoryFromConfig(config, 'the quickstart environment'),
-      io: {
-        out: say,
-        warn: (line) => void process.stderr.write(`${line}\n`),
-        progressStream: process.stderr,
-        env: process.env,
-      },
+      io: collectIO(),
     });
 
     const { describeProfile, profileRollouts } = await import('../../profile/profile.js');
