@@ -1,4 +1,4 @@
-import { createReadStream, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,7 @@ import { captureTail, sampleProc, start, stop, waitForExit, waitForLine, type Pr
  */
 
 export const REPO = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const GYM = path.join(REPO, 'bin', 'gym.js');
+const gymBin = (root: string): string => path.join(root, 'bin', 'gym.js');
 const PROBE = path.join(REPO, 'dist', 'bench', 'probe.js');
 const AGENT = 'remote_agent';
 const READY = /^All (\d+) \/ \1 servers ready/;
@@ -23,6 +23,8 @@ export interface EnvironmentOptions {
   workDir: string;
   /** Record CPU profiles of the supervisor and every server into this directory (see probe.ts). */
   profileDir?: string;
+  /** The tsgym checkout to run (default: this one; the baseline scenario passes a built older commit). */
+  root?: string;
 }
 
 export interface RunningGym {
@@ -73,11 +75,12 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
   const env = options.profileDir
     ? { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${PROBE}`].filter(Boolean).join(' '), TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir }
     : process.env;
+  const root = options.root ?? REPO;
   const spawnedAt = performance.now();
   const child = start(
     process.execPath,
-    [GYM, 'env', 'start', `+config_paths=[${configPath}]`, `++head_server.port=${headPort}`, `++nemo_gym_log_dir=${path.join(options.workDir, 'logs')}`],
-    { cwd: REPO, env },
+    [gymBin(root), 'env', 'start', `+config_paths=[${configPath}]`, `++head_server.port=${headPort}`, `++nemo_gym_log_dir=${path.join(options.workDir, 'logs')}`],
+    { cwd: root, env },
   );
   const tail = captureTail(child);
   try {
@@ -117,6 +120,8 @@ export interface CollectOptions {
   capMs?: number;
   /** Record a CPU profile of the collector into this directory. */
   profileDir?: string;
+  /** The tsgym checkout to run (default: this one). */
+  root?: string;
 }
 
 export interface CollectResult {
@@ -125,6 +130,8 @@ export interface CollectResult {
   collector: ProcSample;
   completed: number;
   failed: number;
+  /** Size of the rollouts file: with one line per rollout, the bytes of the finished trajectories. */
+  outputBytes: number;
   /** Reward of the first completed rollout (a check that the service and environment agree). */
   firstReward: number | undefined;
   capped: boolean;
@@ -138,7 +145,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
   const args = [
     '--import',
     PROBE,
-    GYM,
+    gymBin(options.root ?? REPO),
     'eval',
     'run',
     '--no-serve',
@@ -155,7 +162,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
   ];
   const spawnedAt = performance.now();
   const env = { ...process.env, TSGYM_BENCH_PROBE: probeFile, ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}) };
-  const child = start(process.execPath, args, { cwd: REPO, env });
+  const child = start(process.execPath, args, { cwd: options.root ?? REPO, env });
   const tail = captureTail(child);
   let capped = false;
   const cap = options.capMs === undefined ? undefined : setTimeout(() => {
@@ -176,6 +183,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     wallMs,
     collector: JSON.parse(readFileSync(probeFile, 'utf8')) as ProcSample,
     completed: await countLines(output),
+    outputBytes: existsSync(output) ? statSync(output).size : 0,
     failed: await countLines(failuresFile),
     firstReward: await firstReward(output),
     capped,
