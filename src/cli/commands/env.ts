@@ -1,14 +1,11 @@
 import { describeConfig, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
-import {
-  fetchServerInstances,
-  formatUptime,
-  requestShutdown,
-  waitUntilGone,
-  withHealth,
-} from '../../env/head-client.js';
-import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../env/supervisor.js';
 import type { InstanceRecord } from '../../server/head-server.js';
+import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../env/supervisor.js';
 import type { ParsedCommand } from '../argv.js';
+
+// The head-server client (and with it undici) is loaded only by the commands that talk to a running environment:
+// `gym env start` supervises for hours and should not hold it (see readiness.ts).
+const headClient = () => import('../../env/head-client.js');
 
 /** How long `gym env stop` waits for the environment to finish stopping (grace + kill + reap, with room). */
 const STOP_WAIT_MS = 15_000;
@@ -65,6 +62,7 @@ export async function envStatus(cmd: ParsedCommand): Promise<number> {
   const config = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
   const head = headAddress(config);
   const asJson = wantsJson(config);
+  const { fetchServerInstances, formatUptime, withHealth } = await headClient();
   const lookup = await fetchServerInstances(head.url);
   if (lookup.kind === 'unreachable') {
     // Exit 1 (the reference exits 0) so scripts can tell "nothing runs" from "all healthy".
@@ -110,6 +108,7 @@ export async function envStop(cmd: ParsedCommand): Promise<number> {
     );
     return 1;
   };
+  const { fetchServerInstances, requestShutdown, waitUntilGone } = await headClient();
   const lookup = await fetchServerInstances(head.url);
   if (lookup.kind === 'unreachable') return nothingRunning(lookup.reason);
   const outcome = await requestShutdown(head.url);
