@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { GymError } from '../errors.js';
 import type { CookieJar } from './cookies.js';
@@ -68,6 +69,13 @@ export interface RequestOptions {
 // undici's index also loads fetch, WebSocket, caches and mocks: ~120 ms of every tsgym process's start-up (seen in
 // the bench's profile of a collector start), where the client needs only the Agent and its request API (~40 ms).
 // These two module paths are undici internals, so its version is pinned exactly in package.json.
+//
+// undici parses HTTP with llhttp compiled to WebAssembly. Once its parser function gets hot, V8 recompiles it with
+// TurboFan in the background, which peaks at ~35 MiB of compiler memory in every process that makes requests (seen
+// as VmHWM 56 → 90 MiB in a process making a few hundred requests). Liftoff's baseline code parses our traffic at
+// no measurable extra CPU (20,000 exchanges: within run-to-run noise), so tier-up is switched off before undici
+// compiles its module. The flag is process-wide: other WebAssembly in a tsgym process also stays on Liftoff.
+setFlagsFromString('--liftoff-only');
 const requireUndici = createRequire(import.meta.url);
 const Agent = requireUndici('undici/lib/dispatcher/agent.js') as typeof UndiciAgent;
 const agentRequest = requireUndici('undici/lib/api/api-request.js') as (
