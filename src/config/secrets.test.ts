@@ -25,6 +25,17 @@ describe('maskSecrets', () => {
     assert.deepEqual(maskSecrets(config), { keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: '****' } } } });
   });
 
+  test('every agent_headers value is masked whatever the header is called; the names stay (D21)', () => {
+    const config = {
+      agent: { responses_api_agents: { remote_agent: { agent_headers: { Authorization: 'Basic dXNlcjpwdw==', 'X-Tenant': 'acme' }, agent_base_url: 'https://h' } } },
+      other: { agent_headers: 'Authorization: Bearer raw' },
+    };
+    assert.deepEqual(maskSecrets(config), {
+      agent: { responses_api_agents: { remote_agent: { agent_headers: { Authorization: '****', 'X-Tenant': '****' }, agent_base_url: 'https://h' } } },
+      other: { agent_headers: '****' },
+    });
+  });
+
   test('the input is never modified', () => {
     const config = { api_key: 'sk', list: [{ token: 'x' }] };
     const before = structuredClone(config);
