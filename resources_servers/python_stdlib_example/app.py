@@ -295,12 +295,11 @@ def main():
     print(f"{name}: python {sys.version.split()[0]} ({sys.executable}, prefix {sys.prefix})", flush=True)
     print(f"{name}: the head server's config lists this instance", flush=True)
     print(f"{name} listening on http://{host}:{port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    with server:  # closes the listening socket however serving ends
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            return
 
 
 if __name__ == "__main__":
