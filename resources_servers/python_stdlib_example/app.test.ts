@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../../src/collect/cli-harness.js';
@@ -83,6 +83,14 @@ function listingOf(stdout: string, instance: string): string {
 
 const python3 = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
 
+/** A virtualenv as `python3 -m venv --without-pip` makes it: `bin/python` linked to the interpreter, `pyvenv.cfg`. */
+function makeVenv(venv: string): void {
+  const real = execFileSync(python3, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+  mkdirSync(path.join(venv, 'bin'), { recursive: true });
+  symlinkSync(real, path.join(venv, 'bin', 'python'));
+  writeFileSync(path.join(venv, 'pyvenv.cfg'), `home = ${path.dirname(real)}\ninclude-system-site-packages = false\n`);
+}
+
 test('a Python resources server under gym env start: the listing, and rows that are its verify response + stamps', async () => {
   const dir = tempDir('tsgym-pyenv-');
   const service = await letterCountingService();
@@ -136,10 +144,11 @@ test('NeMo Gym conventions: tsgym\'s own remote_agent beats an extra root\'s unl
   const foreignAgent = path.join(checkout, 'responses_api_agents', 'remote_agent');
   mkdirSync(foreignAgent, { recursive: true });
   copyFileSync(path.join(HERE, 'app.py'), path.join(foreignAgent, 'app.py'));
-  // A per-server venv where NeMo Gym's gym env start would have built it (built here by the test, never by tsgym).
+  // A per-server venv where NeMo Gym's gym env start would have built it (made here by the test, never by tsgym),
+  // laid out as `python -m venv` lays one out — without needing Debian's python3-venv on the CI machine.
   const venvs = path.join(dir, 'venvs');
   const venv = path.join(venvs, 'resources_servers', 'python_stdlib_example', '.venv');
-  execFileSync(python3, ['-m', 'venv', '--without-pip', venv]);
+  makeVenv(venv);
   const extra = { NEMO_GYM_EXTRA_ROOTS: checkout };
   const venvArgs = [`+uv_venv_dir=${venvs}`, '+skip_venv_if_present=true', `${AGENT}.agent_base_url=${service.url}`];
 

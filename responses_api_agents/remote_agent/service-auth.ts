@@ -106,8 +106,8 @@ function parseEnvName(raw: unknown, where: string): string {
   if (typeof raw !== 'string' || !ENV_NAME.test(raw.trim())) {
     throw new ConfigError(
       `${where} must be the name of an environment variable (letters, digits and _, not starting with a digit), ` +
-        'not the key itself (value not shown). Put the key in a variable, e.g. export MY_AGENT_TOKEN=…, and set ' +
-        `${where.split('.').pop()}: MY_AGENT_TOKEN.`,
+        'not the key itself (value not shown). Put the key in a variable, e.g. export MY_AGENT_TOKEN=…, and give ' +
+        'its name here: MY_AGENT_TOKEN.',
       'REMOTE_AGENT_API_KEY_ENV',
     );
   }
