@@ -62,7 +62,10 @@ export class ProgressReporter {
   setStalled(labels: readonly string[]): void {
     const changed = labels.length !== this.stalled.length || labels.some((label, i) => label !== this.stalled[i]);
     this.stalled = labels;
-    if (changed && (labels.length > 0 || this.drewLine)) this.update(this.lastSnapshot);
+    if (!changed || (labels.length === 0 && !this.drewLine)) return;
+    // A new stall is news: shown at once, not after the plain-line interval.
+    this.lastDraw = -Infinity;
+    this.update(this.lastSnapshot);
   }
 
   update(snapshot: ProgressSnapshot): void {

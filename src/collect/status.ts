@@ -255,7 +255,8 @@ export class RunStatusBoard {
     for (const entry of this.inFlight.values()) {
       if (at - entry.progressAt <= limitMs) continue;
       const where = entry.stage === 'running_tool' ? `running_tool ${entry.tool ?? ''}` : entry.stage === 'calling_service' ? `calling_service step ${entry.step}` : entry.stage;
-      labels.push(`task ${entry.task} rollout ${entry.rollout} (${where.trim()}, ${Math.round((at - entry.progressAt) / 1000)}s without progress)`);
+      // No duration in the label: it changes only when the set of stalls or their stages do.
+      labels.push(`task ${entry.task} rollout ${entry.rollout} (${where.trim()})`);
     }
     return labels;
   }
