@@ -11,7 +11,7 @@ test('gym view prints the URL it serves on, serves the index there, and stops on
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
     await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
-    const match = /^Viewing rollouts\.jsonl \(\+ failures\) at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
+    const match = /^Viewing rollouts\.jsonl at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
     const res = await fetch(`${match[1]}/`);
     assert.equal(res.status, 200);

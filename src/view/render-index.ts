@@ -91,6 +91,15 @@ function filterLinks(index: RolloutIndex, current: Status[] | undefined): SafeHt
   )}</nav>`;
 }
 
+/** Shown while a big file's first indexing is still going on. */
+export function indexingNotice(index: RolloutIndex): SafeHtml {
+  const progress = index.progress();
+  if (!progress || progress.totalBytes === 0 || progress.indexedBytes >= progress.totalBytes) return html``;
+  const mb = (bytes: number): string => `${Math.round(bytes / 1e6)} MB`;
+  const pct = Math.floor((100 * progress.indexedBytes) / progress.totalBytes);
+  return html`<div class="notice indexing">Indexing: ${mb(progress.indexedBytes)} of ${mb(progress.totalBytes)} read (${pct}%); the counts and the table show the ${index.size} rows indexed so far — reload for more.</div>`;
+}
+
 function skippedNotice(index: RolloutIndex): SafeHtml {
   const skipped = index.skipped;
   if (skipped.length === 0) return html``;
@@ -164,8 +173,8 @@ export function liveSection(index: RolloutIndex, status: RunStatus | undefined):
           (entry) => html`<tr data-key="${keyAttr(entry.task, entry.rollout, entry.attempt)}"><td class="num">${String(entry.task ?? '—')}</td><td class="num">${String(entry.rollout ?? '—')}</td>
 <td class="num">${entry.attempt}</td><td>${entry.agent}</td><td class="num">${formatReward(entry.reward)}</td><td class="status-${entry.status}">${entry.status}</td><td><a href="${detailHref(entry)}">view</a></td></tr>`,
         )}</tbody></table>`;
-  return html`<div id="live-body" data-state="${state}" data-generation="${index.generation}">
-${summaryLine(index)}${stateLine}
+  return html`<div id="live-body" data-state="${index.progress() ? 'running' : state}" data-generation="${index.generation}">
+${indexingNotice(index)}${summaryLine(index)}${stateLine}
 <div class="live-grid"><div><h2>In flight</h2>${inFlightTable}</div><div><h2>Finished last</h2>${recentTable}</div></div></div>`;
 }
 
@@ -183,9 +192,12 @@ export async function renderIndexPage(index: RolloutIndex, status: RunStatus | u
   const from = (shown.page - 1) * pageSize;
   const to = Math.min(matching.length, from + pageSize);
   const reader = new RowReader(index);
-  const rows: SafeHtml[] = [];
+  let rows: SafeHtml[];
   try {
-    for (let i = from; i < to; i++) rows.push(await rowHtml(index.entry(matching[i]!), reader));
+    // All at once: read one by one, each would queue behind a background indexing read.
+    const entries: RowEntry[] = [];
+    for (let i = from; i < to; i++) entries.push(index.entry(matching[i]!));
+    rows = await Promise.all(entries.map((entry) => rowHtml(entry, reader)));
   } finally {
     await reader.close();
   }

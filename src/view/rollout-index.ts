@@ -149,7 +149,18 @@ export class RolloutIndex {
     return this.skippedTotal + this.skipped.length - this.skippedList.length;
   }
 
-  /** Brings the index up to date with the files (one refresh at a time; callers share it). */
+  /** While a refresh is reading: bytes indexed so far and the files' sizes (undefined when caught up). */
+  progress(): { indexedBytes: number; totalBytes: number } | undefined {
+    if (!this.refreshing) return undefined;
+    const indexedBytes = this.tails.main.offset + this.tails.failures.offset;
+    const totalBytes = (this.tails.main.stamp?.size ?? 0) + (this.tails.failures.stamp?.size ?? 0);
+    return { indexedBytes, totalBytes };
+  }
+
+  /**
+   * Brings the index up to date with the files (one refresh at a time; callers share it). Reading yields to the
+   * event loop between chunks, and the index is usable (and consistent) at any moment of a refresh.
+   */
   refresh(): Promise<void> {
     this.refreshing ??= this.catchUp().finally(() => {
       this.refreshing = undefined;
@@ -328,7 +339,7 @@ export class RolloutIndex {
 
   /** Row ids sorted by (task, rollout, attempt), failures before the success of the same attempt. */
   order(): Uint32Array {
-    if (this.sorted) return this.sorted;
+    if (this.sorted && this.sorted.length === this.size) return this.sorted;
     const ids = new Uint32Array(this.size);
     for (let i = 0; i < ids.length; i++) ids[i] = i;
     const c = this.cols;

@@ -42,9 +42,23 @@ export interface ViewServer {
   close(): Promise<void>;
 }
 
-/** The index of one run, brought up to date with its files on each use. */
+/**
+ * How long a request waits for the index to catch up before answering with the rows indexed so far (a big run's
+ * first indexing goes on in the background; its pages say how far it got).
+ */
+const INDEX_WAIT_MS = 1000;
+
+/** The index of one run, brought up to date with its files on each use (or as far as it got in INDEX_WAIT_MS). */
 async function current(index: RolloutIndex): Promise<RolloutIndex> {
-  await index.refresh();
+  const refreshed = index.refresh();
+  refreshed.catch(() => undefined); // a failure after the wait surfaces on the next request
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INDEX_WAIT_MS)));
+  try {
+    await Promise.race([refreshed, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
   if (index.size === 0 && !(await exists(index.rolloutsPath))) throw new ViewRequestError(410, `${index.rolloutsPath} no longer exists.`);
   return index;
 }
@@ -144,8 +158,9 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   const first = new RolloutIndex(rolloutsPath);
   const second = options.comparePath === undefined ? undefined : new RolloutIndex(options.comparePath);
   if (second) second.runParam = 'b';
-  await first.refresh();
-  await second?.refresh();
+  // The first refresh goes on in the background: the server answers at once, pages show how far indexing got.
+  void first.refresh().catch((err: unknown) => options.onError?.(err));
+  void second?.refresh().catch((err: unknown) => options.onError?.(err));
 
   const runOf = async (query: URLSearchParams): Promise<RolloutIndex> => {
     const run = query.get('run') ?? 'a';
@@ -233,7 +248,10 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     port: listening.port,
     rolloutsPath,
     failuresPath: first.failuresPath,
-    index: () => current(first),
+    index: async () => {
+      await first.refresh();
+      return first;
+    },
     close: () => listening.close(),
   };
 }

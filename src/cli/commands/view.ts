@@ -34,12 +34,13 @@ export async function view(cmd: ParsedCommand, io: ViewIo = process): Promise<nu
     port: settings.port,
     onError: (err) => void io.stderr.write(`gym view: ${settings.verbose && err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`),
   });
+  if (other !== undefined) io.stdout.write(`Comparing ${file} (A) with ${other} (B) at ${server.url}/compare\n`);
+  else io.stdout.write(`Viewing ${file} at ${server.url}\n`);
+  // The server answers while the first indexing runs; the counts follow once it is done.
   const index = await server.index();
   const { ok, failed, failedTerminal } = index.counts;
-  if (other !== undefined) io.stdout.write(`Comparing ${file} (A) with ${other} (B) at ${server.url}/compare\n`);
-  else io.stdout.write(`Viewing ${file}${index.failuresPresent ? ' (+ failures)' : ''} at ${server.url}\n`);
   io.stdout.write(
-    `${ok + failed + failedTerminal} rollouts: ${ok} ok, ${failed} failed, ${failedTerminal} failed-terminal` +
+    `${ok + failed + failedTerminal} rollouts${index.failuresPresent ? ' (with the failures sidecar)' : ''}: ${ok} ok, ${failed} failed, ${failedTerminal} failed-terminal` +
       `${index.skippedCount > 0 ? `, ${index.skippedCount} unreadable lines skipped` : ''}. Press Ctrl-C to stop.\n`,
   );
   await new Promise<void>((resolve) => {
