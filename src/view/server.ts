@@ -208,6 +208,8 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
       return req.query.get('page') === '1' ? htmlReply(page(`Charts — ${index.rolloutsPath}`, html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>${charts}`)) : fragmentReply(charts.text);
     }),
   );
+  // Browsers ask for it on every page; an empty answer instead of a 404 in their consoles.
+  app.get('/favicon.ico', () => ({ status: 204, raw: '', contentType: 'image/x-icon', headers: HEADERS }));
   app.get('/assets/live.js', () => ({ status: 200, raw: LIVE_SCRIPT, contentType: 'text/javascript; charset=utf-8', headers: HEADERS }));
   app.get(
     '/compare',
