@@ -1,5 +1,6 @@
 /**
- * A real `gym eval run` that can be watched while it runs (status file and viewer tests): the counter environment
+ * The counter environment's `gym eval run`, for tests (e2e, status file, viewer): its arguments, a solver for its
+ * tasks, and a real run that can be watched while it runs: the counter environment
  * and the remote agent from `counter_remote.yaml`, started by the command, drive a scripted service that solves
  * every counter task but holds the first step of task 0 until the test calls `release()`. Nothing is faked; only
  * the service's timing is in the test's hands.
@@ -21,12 +22,30 @@ export interface GatedRun {
   held: Promise<void>;
 }
 
-function addendsOf(call: ServiceCall): number[] {
+/** The `gym eval run` of the counter environment and remote agent from counter_remote.yaml against a service. */
+export function counterEvalArgs(serviceUrl: string, headPort: number, output: string): string[] {
+  return [
+    'eval',
+    'run',
+    '+config_paths=[counter_remote.yaml]',
+    `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${serviceUrl}`,
+    `++head_server.port=${headPort}`,
+    '-a',
+    'remote_agent',
+    '-i',
+    'resources_servers/example_session_state_mgmt/data/example.jsonl',
+    '-o',
+    output,
+  ];
+}
+
+/** The numbers a counter task asks to add ("add 1 then add 2 …"). */
+export function addendsOf(call: ServiceCall): number[] {
   return [...String(call.body.input[0].content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
 }
 
 /** The counter tasks' solver: increment by each addend, read the count, answer it. */
-function solve(call: ServiceCall): unknown {
+export function solveCounterTask(call: ServiceCall): unknown {
   const addends = addendsOf(call);
   const outputs = toolOutputsIn(call.body.input).map((o) => JSON.parse(o.output) as { count?: number });
   const turn = outputs.length;
@@ -47,27 +66,12 @@ export async function startGatedRun(extraArgs: readonly string[] = []): Promise<
       reached();
       await gate;
     }
-    return solve(call);
+    return solveCounterTask(call);
   });
   const dir = tempDir('tsgym-live-');
   const rolloutsPath = path.join(dir, 'out', 'rollouts.jsonl');
   const gym = spawnGym(
-    [
-      'eval',
-      'run',
-      '+config_paths=[counter_remote.yaml]',
-      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
-      `++head_server.port=${await findFreePort()}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      'resources_servers/example_session_state_mgmt/data/example.jsonl',
-      '-o',
-      'out/rollouts.jsonl',
-      '--concurrency',
-      '2',
-      ...extraArgs,
-    ],
+    [...counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), '--concurrency', '2', ...extraArgs],
     { cwd: dir },
   );
   return { gym, dir, rolloutsPath, statusPath: path.join(dir, 'out', 'rollouts_status.json'), service, release, held };
