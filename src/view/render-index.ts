@@ -142,6 +142,15 @@ function seconds(value: number): string {
   return m < 60 ? `${m}m${String(Math.round(value % 60)).padStart(2, '0')}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 
+/** A `running` status the collector stopped rewriting (killed, or its machine went away) is not live any more. */
+function staleNote(status: RunStatus): SafeHtml | string {
+  const age = (Date.now() - Date.parse(status.updated_at)) / 1000;
+  if (status.state !== 'running' || !(age > STALE_STATUS_SECS)) return '';
+  return html` <strong class="stalled stale-status">not updated for ${seconds(age)}: the collector may have stopped</strong>`;
+}
+
+const STALE_STATUS_SECS = 10;
+
 const keyAttr = (task: unknown, rollout: unknown, attempt: number): string => `${String(task)}:${String(rollout)}:${attempt}`;
 
 /** The part of the index page /assets/live.js replaces every second: totals, in-flight table, last rows landed. */
@@ -153,7 +162,7 @@ export function liveSection(index: RolloutIndex, status: RunStatus | undefined):
   const stateLine = status
     ? html`<p class="run-state">Run <strong class="state-${status.state}">${status.state}</strong>: ${n('done')}/${n('total')} done · ${n('in_flight')} in flight · ${n('rollouts_per_s')} rollouts/s · ETA ${eta}${
         n('stalled') > 0 ? html` · <strong class="stalled">${n('stalled')} stalled</strong>` : ''
-      } <span class="muted">(status updated ${status.updated_at})</span></p>`
+      } <span class="muted">(status updated ${status.updated_at})</span>${staleNote(status)}</p>`
     : html`<p class="muted run-state">No live status (<code>${index.rolloutsPath.replace(/\.jsonl$/, '')}_status.json</code> is written by gym eval run while it runs).</p>`;
   const inFlight = status?.in_flight ?? [];
   const inFlightTable =
