@@ -21,6 +21,7 @@ const servers: ViewServer[] = [];
 const runs: GatedRun[] = [];
 
 before(async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does); these tests never download a browser.`);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
