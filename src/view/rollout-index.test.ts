@@ -70,7 +70,7 @@ test('the skimmer reads the same fields JSON.parse does, and gives up (to JSON.p
     const response = (row as { response?: unknown }).response;
     if (response && typeof response === 'object') assert.deepEqual(skimmed.response?.usage, (response as { usage?: unknown }).usage);
   }
-  for (const bad of ['{"a": 1', '[1, 2]', '{"a": 1} trailing', '{"a" 1}', '{"a": "unterminated}', '']) {
+  for (const bad of ['{"a": 1', '[1, 2]', '{"a": 1} trailing', '{"a" 1}', '{"a": "unterminated}', '', '{"a": tru}', '{"a": -}', '{"a": NaN}']) {
     assert.equal(skimRow(Buffer.from(bad)), undefined, bad);
   }
 });

@@ -14,6 +14,7 @@ const RESPONSE_KEYS = new Set(['response', '_ng_partial_response']);
 export type Skimmed = Record<string, unknown> & { response?: { usage?: unknown }; _ng_partial_response?: { usage?: unknown } };
 
 const QUOTE = 0x22;
+const SCALAR = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;
 const BACKSLASH = 0x5c;
 
 class Unfollowable extends Error {}
@@ -71,7 +72,7 @@ function skipValue(buf: Buffer, i: number): number {
     if (b === 0x2c || b === 0x7d || b === 0x5d || b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) break;
     i++;
   }
-  if (i === from) fail();
+  if (i === from || !SCALAR.test(buf.toString('latin1', from, i))) fail();
   return i;
 }
 
