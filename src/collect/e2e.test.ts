@@ -72,5 +72,8 @@ test('Ctrl-C during collection stops every server, records no spurious failures,
   assert.match(result.stderr, /Interrupted: stopping the environment/);
   assert.equal(lineCount(path.join(dir, 'r.jsonl')), 0);
   assert.equal(lineCount(path.join(dir, 'r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
+  const status = JSON.parse(readFileSync(path.join(dir, 'r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+  assert.equal(status.state, 'interrupted');
+  assert.equal(status.totals.done, 0);
   for (const port of ports) assert.ok(await refusesConnections(port), `server on port ${port} is gone`);
 });

@@ -159,6 +159,7 @@ export class RunStatusBoard {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private warned = false;
+  private finished = false;
   private readonly now: () => number;
   private readonly intervalMs: number;
 
@@ -207,8 +208,10 @@ export class RunStatusBoard {
     }
   }
 
-  /** Stops the timer and writes the final file. */
+  /** Stops the timer and writes the final file (once: later calls do nothing). */
   finish(state: Exclude<RunState, 'running'>): void {
+    if (this.finished) return;
+    this.finished = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.write(state);
