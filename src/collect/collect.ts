@@ -178,15 +178,8 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
     warn: io.warn,
   });
   board.start();
-  const finishBoard = (state: 'finished' | 'interrupted'): void => {
-    try {
-      board.finish(state);
-    } catch (err) {
-      io.warn(`WARNING: cannot write the final status file ${paths.status} (${(err as Error).message}).`);
-    }
-  };
   // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
-  options.signal?.addEventListener('abort', () => finishBoard('interrupted'), { once: true });
+  options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
 
   const onResult = (job: DispatchJob, result: Row): void => {
     if (options.signal?.aborted) return;
@@ -247,7 +240,7 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
   } finally {
     rolloutsFile.close();
     failuresFile.close();
-    finishBoard(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
+    board.finish(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
     progress.finish();
   }
   if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);

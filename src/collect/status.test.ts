@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ConfigError } from '../errors.js';
-import { readJsonl, tempDir, waitFor } from './cli-harness.js';
+import { findFreePort } from '../config/index.js';
+import { startScriptedService } from '../testing/index.js';
+import { readJsonl, runGym, tempDir, waitFor } from './cli-harness.js';
 import { parseCollectionConfig } from './config.js';
-import { startGatedRun, type GatedRun } from './live-run-harness.js';
+import { counterEvalArgs, solveCounterTask, startGatedRun, type GatedRun } from './live-run-harness.js';
 import { RunStatusBoard, type StageReport } from './status.js';
 
 const runs: GatedRun[] = [];
@@ -80,6 +82,22 @@ test('gym eval run keeps <stem>_status.json current: stages from the remote agen
     const output = (row.response as { output: Array<{ type: string }> }).output;
     assert.equal(latencies.length, output.filter((item) => item.type === 'message').length + output.filter((item) => item.type === 'function_call').length);
     if (row._ng_task_index === 0) assert.ok(latencies[0]! >= 0.5, `task 0 step 1 took ${latencies[0]}s`);
+  }
+});
+
+test('a status file that cannot be written costs one warning, not the run', async () => {
+  const service = await startScriptedService(solveCounterTask);
+  const dir = tempDir('tsgym-status-blocked-');
+  // A non-empty directory where the file belongs: every rename onto it fails.
+  mkdirSync(path.join(dir, 'out', 'rollouts_status.json', 'occupied'), { recursive: true });
+  try {
+    const result = await runGym(counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), { cwd: dir });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.equal(readJsonl(path.join(dir, 'out', 'rollouts.jsonl')).length, 5);
+    assert.equal(result.stderr.match(/WARNING: cannot write the status file .*rollouts_status\.json \(.*\); the run goes on without it\./g)?.length, 1, result.stderr);
+    assert.deepEqual(readdirSync(path.join(dir, 'out')).filter((name) => name.includes('.tmp-')), []);
+  } finally {
+    await service.close();
   }
 });
 

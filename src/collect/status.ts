@@ -12,7 +12,7 @@
  * passing its own `StageSource` (e.g. one that reads what its workers publish, or that reports `queued` for jobs no
  * worker has claimed yet) through `CollectOptions.stageSource`; a job no source reports on is shown as `queued`.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isPlainObject } from '../config/types.js';
 import { request } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
@@ -132,7 +132,7 @@ export interface StatusBoardOptions {
   source?: StageSource;
   /** Called after each tick with the stalled rollouts' labels (empty when none). */
   onStalled?: (labels: string[]) => void;
-  /** Told once when the file cannot be written (the run goes on; the status file is a convenience). */
+  /** Told once when the file cannot be written (the run goes on without it). */
   warn?: (line: string) => void;
   intervalMs?: number;
   now?: () => number;
@@ -244,12 +244,7 @@ export class RunStatusBoard {
       }
     }
     if (!this.timer) return;
-    try {
-      this.write('running');
-    } catch (err) {
-      if (!this.warned) this.options.warn?.(`WARNING: cannot write the status file ${this.options.file} (${(err as Error).message}); the run goes on without it.`);
-      this.warned = true;
-    }
+    this.write('running');
   }
 
   private stalledLabels(at: number): string[] {
@@ -329,11 +324,18 @@ export class RunStatusBoard {
     };
   }
 
+  /** Never throws: the status file is a convenience, so a full disk or a bad path costs one warning, not the run. */
   private write(state: RunState): void {
     const document = this.snapshot(state);
     const temporary = `${this.options.file}.tmp-${process.pid}`;
-    writeFileSync(temporary, `${JSON.stringify(document, null, 1)}\n`);
-    renameSync(temporary, this.options.file);
+    try {
+      writeFileSync(temporary, `${JSON.stringify(document, null, 1)}\n`);
+      renameSync(temporary, this.options.file);
+    } catch (err) {
+      if (!this.warned) this.options.warn?.(`WARNING: cannot write the status file ${this.options.file} (${(err as Error).message}); the run goes on without it.`);
+      this.warned = true;
+      rmSync(temporary, { force: true });
+    }
     this.options.onStalled?.(state === 'running' ? this.stalledLabels(this.now()) : []);
   }
 }
