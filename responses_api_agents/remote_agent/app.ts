@@ -12,6 +12,7 @@ import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
 import { ServiceClient } from './service-client.js';
+import { RolloutRegistry } from './status.js';
 
 /**
  * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)
@@ -51,10 +52,12 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
   const log = new AgentLog(options.log);
   for (const warning of config.warnings) log.line(`WARNING: [remote_agent] ${warning}`);
   const debug = options.debug ? (line: string) => log.line(line) : undefined;
+  const registry = new RolloutRegistry();
   const ctx: RolloutContext = {
     config,
     log,
     limiter: new FifoSemaphore(config.concurrency),
+    registry,
     environment: options.environment ?? new Environment(options.resourcesServer.name, options.resourcesServer.url),
     service: new ServiceClient({
       baseUrl: config.agentBaseUrl,
@@ -125,6 +128,9 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
       return { raw: res.body, contentType: 'application/json' };
     },
   });
+
+  // The collector polls this about once a second while a run is in flight (see ./status.ts).
+  app.get('/status', () => ({ body: registry.snapshot() }));
 
   return { app, limiter: ctx.limiter, config };
 }

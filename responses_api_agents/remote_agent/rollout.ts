@@ -15,6 +15,7 @@ import type { Environment } from './environment.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
+import type { RolloutProgress, RolloutRegistry } from './status.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
@@ -33,6 +34,8 @@ export interface RolloutContext {
   environment: Environment;
   limiter: FifoSemaphore;
   log: AgentLog;
+  /** In-flight rollouts for `GET /status`. */
+  registry?: RolloutRegistry;
 }
 
 export const FAILURE_CLASS = 'remote_agent_error';
@@ -52,6 +55,7 @@ export const STALE_RESULT_KEYS = [
   '_ng_partial_response',
   '_ng_rollout_duration_secs',
   '_ng_queue_wait_secs',
+  '_ng_step_latency_secs',
 ] as const;
 
 export function stripStaleKeys(row: Row): Row {
@@ -67,6 +71,7 @@ export async function runRollout(body: unknown, ctx: RolloutContext, callerSigna
   const row = stripStaleKeys(body as Row);
   const clock: RunClock = { queuedAt: performance.now() };
   const trajectory = new Trajectory();
+  const progress = ctx.registry?.begin(row);
   try {
     if ('skills_ref' in row) {
       ctx.log.warn('skills_ref', 'the row carries skills_ref, which the remote agent ignores (it is never sent to the service)');
@@ -78,12 +83,14 @@ export async function runRollout(body: unknown, ctx: RolloutContext, callerSigna
     return await withRunBudget(
       ctx.limiter,
       ctx.config.runTimeoutSecs,
-      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx),
+      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx, progress),
       { clock, ...(callerSignal ? { callerSignal } : {}) },
     );
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
     return failureRow(row, err, ctx, trajectory, clock);
+  } finally {
+    if (progress) ctx.registry?.end(progress);
   }
 }
 
@@ -98,11 +105,13 @@ async function seedLoopVerify(
   budget: RunBudget,
   trajectory: Trajectory,
   ctx: RolloutContext,
+  progress: RolloutProgress | undefined,
 ): Promise<Row> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new CookieJar();
   const serviceJar = new CookieJar();
 
+  progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
   const response = await stage(
     'agent loop failed: ',
@@ -115,13 +124,19 @@ async function seedLoopVerify(
         envJar,
         maxSteps: ctx.config.maxSteps,
         budget,
+        ...(progress ? { progress } : {}),
       },
       trajectory,
     ),
   );
   warnAboutUsage(trajectory, ctx.log);
+  progress?.enter('verifying');
+  const verified = await stage(
+    '/verify on the resources server failed: ',
+    ctx.environment.verify({ ...row, response }, envJar, budget),
+  );
   // The verify response is the row (C4): the dataset row is not merged back in.
-  return stage('/verify on the resources server failed: ', ctx.environment.verify({ ...row, response }, envJar, budget));
+  return { ...verified, _ng_step_latency_secs: trajectory.stepLatenciesSecs() };
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
@@ -157,7 +172,10 @@ function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Tr
     _ng_failure_class: FAILURE_CLASS,
   };
   if (isGymError(err) && err.errorClass === 'terminal') result._ng_failure_terminal = true;
-  if (trajectory && !trajectory.isEmpty) result._ng_partial_response = trajectory.toResponse();
+  if (trajectory && !trajectory.isEmpty) {
+    result._ng_partial_response = trajectory.toResponse();
+    result._ng_step_latency_secs = trajectory.stepLatenciesSecs();
+  }
   if (clock?.admittedAt !== undefined) {
     result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);
     result._ng_rollout_duration_secs = seconds(performance.now() - clock.admittedAt);

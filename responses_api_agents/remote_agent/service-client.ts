@@ -15,6 +15,7 @@ import type { CookieJar } from '../../src/http/cookies.js';
 import type { RunBudget } from './budget.js';
 import { pyFloat } from './config.js';
 import { redactSecrets, type ServiceAuth } from './service-auth.js';
+import type { RolloutProgress } from './status.js';
 
 /**
  * The service hop: one `POST {agent_base_url}/v1/responses` per loop step, turned into a validated Responses
@@ -77,13 +78,15 @@ export class ServiceClient {
    * One loop step: `body` is the encoded create-params (see StepBody). `jar` is this rollout's service cookie jar
    * (sent, and updated from the reply).
    */
-  async respond(body: Buffer, jar: CookieJar, budget: RunBudget): Promise<ResponseObject> {
+  async respond(body: Buffer, jar: CookieJar, budget: RunBudget, progress?: RolloutProgress): Promise<ResponseObject> {
     for (let overloadRetries = 0; ; overloadRetries++) {
       const res = await this.post(body, jar, budget);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
         const waitMs = retryAfterMs(res.headers['retry-after']);
         if (waitMs !== undefined && waitMs < budget.remainingMs()) {
+          progress?.enter('retrying_overload');
           await delay(waitMs, budget.signal);
+          progress?.enter('calling_service');
           continue;
         }
       }

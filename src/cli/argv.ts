@@ -138,10 +138,10 @@ const COMMANDS: Record<string, CommandSpec> = {
     examples: ['gym agent check http://localhost:9000', 'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN'],
   },
   view: {
-    summary: 'Serve a local viewer of a rollouts file and its failures sidecar: a table of every rollout, and each trajectory step by step.',
+    summary: 'Serve a local viewer of a rollouts file and its failures sidecar (live while gym eval run writes it, with charts), or compare two runs task by task.',
     flags: [FLAGS.port, FLAGS.host],
-    positionals: ['rollouts'],
-    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080'],
+    positionals: ['rollouts', '[compare_with]'],
+    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080', 'gym view baseline/rollouts.jsonl candidate/rollouts.jsonl'],
   },
   version: {
     summary: 'Print version information.',
@@ -370,7 +370,8 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   }
   if (unknown.length > 0) throw unknownFlagsError(command, unknown);
   if (help) return { command, noServe: values.has(FLAGS.noServe), positionals, overrides: raw, help };
-  const missing = (spec.positionals ?? []).slice(positionals.length);
+  // A positional named `[name]` is optional.
+  const missing = (spec.positionals ?? []).slice(positionals.length).filter((name) => !name.startsWith('['));
   if (missing.length > 0) throw new UsageError(`gym ${command}: the following arguments are required: ${missing.join(', ')}. See gym ${command} --help.`);
 
   const searchDirs = values.get(FLAGS.searchDir) ?? [];
@@ -421,7 +422,7 @@ const OVERRIDES_NOTE =
 export function usage(command?: string): string {
   if (command !== undefined && Object.hasOwn(COMMANDS, command)) {
     const spec = COMMANDS[command]!;
-    const operands = (spec.positionals ?? []).map((name) => ` <${name}>`).join('');
+    const operands = (spec.positionals ?? []).map(operandText).join('');
     return [
       `usage: gym ${command}${operands} [flags] [+key=value ...]`,
       '',
@@ -443,7 +444,7 @@ export function usage(command?: string): string {
     `usage: gym ${groups ? `${command} <action>` : '<command>'} [flags] [+key=value ...]`,
     '',
     'Commands:',
-    ...listed.map((name) => `  ${`${name}${(COMMANDS[name]!.positionals ?? []).map((p) => ` <${p}>`).join('')}`.padEnd(20)} ${COMMANDS[name]!.summary}`),
+    ...listed.map((name) => `  ${`${name}${(COMMANDS[name]!.positionals ?? []).map(operandText).join('')}`.padEnd(20)} ${COMMANDS[name]!.summary}`),
     '',
     '  -v, --verbose        Debug logging (accepted before or after the command).',
     '      --version        Print version information.',
@@ -451,4 +452,8 @@ export function usage(command?: string): string {
     `Run gym <command> --help for a command's flags. ${OVERRIDES_NOTE}`,
     '',
   ].join('\n');
+}
+
+function operandText(name: string): string {
+  return name.startsWith('[') ? ` ${name}` : ` <${name}>`;
 }

@@ -30,6 +30,7 @@ import { ProgressReporter, type ProgressOptions } from './progress.js';
 import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
 import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
+import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
@@ -48,6 +49,8 @@ export interface CollectOptions {
   createQueue?: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
   /** How one job runs; `POST <agent>/run` by default. */
   execute?: RolloutExecutor;
+  /** Where in-flight stages come from for `<stem>_status.json`; each agent's `GET /status` by default. */
+  stageSource?: StageSource;
   /**
    * Stops the collection (Ctrl-C while the environment is being torn down): no new job is sent and no result
    * arriving afterwards is recorded, so dying servers do not leave spurious failure rows.
@@ -166,6 +169,17 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
   const failuresFile = LineAppender.open(paths.failures);
   const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream });
   const stats: DispatchStats = { done: 0, failures: 0, completed: 0, rewardSum: 0 };
+  const board = new RunStatusBoard({
+    file: paths.status,
+    total: prepared.toRun,
+    stallWarningSecs: config.stallWarningSecs,
+    source: options.stageSource ?? agentStatusSource(options.agents),
+    onStalled: (labels) => progress.setStalled(labels),
+    warn: io.warn,
+  });
+  board.start();
+  // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
+  options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
 
   const onResult = (job: DispatchJob, result: Row): void => {
     if (options.signal?.aborted) return;
@@ -184,6 +198,7 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
       stats.failures++;
     }
     stats.done++;
+    board.settle(job, result, route);
     progress.update(stats);
   };
   const queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({
@@ -193,6 +208,7 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
   });
 
   const tasksSeen = new TaskCounters();
+  let drained = false;
   try {
     if (prepared.toRun > 0) io.out(`Querying with ${config.concurrency} concurrent requests`);
     for await (const line of readRawLines(paths.materializedInputs)) {
@@ -214,12 +230,17 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
       const job: DispatchJob = { task, rollout, agent, body, identity: identityOf(sent), previous: status.outcome };
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
-      else await queue.submit(job);
+      else {
+        board.track(job);
+        await queue.submit(job);
+      }
     }
     await queue.drain();
+    drained = true;
   } finally {
     rolloutsFile.close();
     failuresFile.close();
+    board.finish(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
     progress.finish();
   }
   if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);

@@ -12,7 +12,7 @@ function params(text: string): Row {
   };
 }
 
-function success(task: number, rollout: number, reward: number, output: unknown[], input = `task ${task}`): Row {
+export function success(task: number, rollout: number, reward: number, output: unknown[], input = `task ${task}`): Row {
   return {
     responses_create_params: params(input),
     response: {
@@ -30,7 +30,7 @@ function success(task: number, rollout: number, reward: number, output: unknown[
   };
 }
 
-function failure(task: number, rollout: number, error: string, terminal: boolean, partial?: unknown[]): Row {
+export function failure(task: number, rollout: number, error: string, terminal: boolean, partial?: unknown[]): Row {
   return {
     responses_create_params: params(`task ${task}`),
     response: { id: 'remote_agent_failure', object: 'response', output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '' }] }] },
