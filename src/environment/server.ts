@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ResponseObject, CreateParams } from '../contract.js';
+import { ConfigError } from '../errors.js';
 import { HttpError, parseBody, type App, type Listening } from '../http/server.js';
 import { createResourcesServer, tool as baseTool, type SessionContext, type Tool, type VerifyResult } from '../server/resources-server.js';
 import { serveInstance, type ServeContext } from '../server/serve.js';
@@ -221,16 +222,39 @@ export async function serveEnvironment(
 /**
  * The entry point of an environment's `app.ts` when `gym env start` launches it: read the instance's config
  * from the environment variables Gym sets, listen on its host and port, dispose every session on SIGINT/SIGTERM.
- * Pass a function to build the environment from the instance's config block (`ctx.instance.config`).
+ * Pass a function to build the environment from the instance's config block (`ctx.instance.config`). The block's
+ * `session_idle_timeout_secs` and `max_sessions` override the definition's `sessions`.
  */
 export function runEnvironment(environment: Environment | ((ctx: ServeContext) => Environment)): Promise<void> {
   let server: EnvironmentServer | undefined;
   return serveInstance(
     (ctx) => {
       const definition = typeof environment === 'function' ? environment(ctx) : environment;
-      server = new EnvironmentServer(definition, { instanceName: ctx.instance.name });
+      const sessions = { ...definition.spec.sessions, ...sessionOptionsFromConfig(ctx) };
+      server = new EnvironmentServer(definition, { instanceName: ctx.instance.name, sessions });
       return server.app;
     },
     { onShutdown: () => server?.close() ?? Promise.resolve() },
   );
+}
+
+/** `session_idle_timeout_secs` / `max_sessions` from the instance's config block, checked (a bad value names its key). */
+function sessionOptionsFromConfig({ instance }: ServeContext): SessionOptions {
+  const options: SessionOptions = {};
+  const where = `${instance.name}.${instance.serverType}.${instance.impl}`;
+  const idle = instance.config.session_idle_timeout_secs;
+  if (idle !== undefined && idle !== null) {
+    if (typeof idle !== 'number' || !Number.isFinite(idle) || idle <= 0) {
+      throw new ConfigError(`${where}.session_idle_timeout_secs must be a number of seconds > 0, got ${JSON.stringify(idle)}.`);
+    }
+    options.idleTimeoutSecs = idle;
+  }
+  const max = instance.config.max_sessions;
+  if (max !== undefined && max !== null) {
+    if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) {
+      throw new ConfigError(`${where}.max_sessions must be an integer ≥ 1, got ${JSON.stringify(max)}.`);
+    }
+    options.maxSessions = max;
+  }
+  return options;
 }
