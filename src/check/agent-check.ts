@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { normalizeInput } from '../contract.js';
 import { CookieJar } from '../http/cookies.js';
-import { HttpTransportError, request } from '../http/client.js';
+import type { Dispatcher } from 'undici';
+import { redactSecrets, type ServiceAuth } from '../../responses_api_agents/remote_agent/service-auth.js';
+import { createDispatcher, HttpTransportError, request, type RequestOptions } from '../http/client.js';
 import { CounterSimulation, GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from './counter-sim.js';
 import { inspectResponse, type Finding, type Level, type Reading } from './inspect.js';
 import { argumentsProblem, type RowProbe } from './row-probes.js';
@@ -20,6 +22,8 @@ export interface AgentCheckOptions {
   maxSteps?: number;
   /** A call slower than this is a warning. Default 30 s. */
   slowCallMs?: number;
+  /** The credential headers and CA the remote agent would use (`--api-key-env`, `--ca-file`). */
+  auth?: ServiceAuth;
   /** Probe with these dataset rows instead of the counter conversations (adds the `row-probes` check). */
   rows?: RowProbe[];
 }
@@ -130,6 +134,7 @@ export async function runAgentCheck(baseUrl: string, options: AgentCheckOptions 
     timeoutMs: options.timeoutMs ?? 60_000,
     maxSteps: options.maxSteps ?? 8,
     slowCallMs: options.slowCallMs ?? 30_000,
+    auth: options.auth ?? { headers: {}, secrets: [] },
     ...(options.rows ? { rows: options.rows } : {}),
   });
   return run.execute();
@@ -144,6 +149,8 @@ class CheckRun {
   private responses = 0;
   private asks = 0;
   private answered = 0;
+  /** What every call carries besides its body: the credential headers and, for a private CA, its own pool. */
+  private readonly transport: Pick<RequestOptions, 'headers' | 'dispatcher'>;
 
   private readonly checks: readonly { name: string; fix: string }[];
 
@@ -153,6 +160,9 @@ class CheckRun {
   ) {
     this.endpoint = `${baseUrl}/v1/responses`;
     this.checks = options.rows ? [...CHECKS, ROW_PROBES_CHECK] : CHECKS;
+    const { auth } = options;
+    const pool: Dispatcher | undefined = auth.ca ? createDispatcher({ ca: auth.ca.pem }) : undefined;
+    this.transport = { headers: auth.headers, ...(pool ? { dispatcher: pool } : {}) };
   }
 
   async execute(): Promise<AgentCheckReport> {
@@ -301,7 +311,14 @@ class CheckRun {
     const started = performance.now();
     let res;
     try {
-      res = await request(this.endpoint, { method: 'POST', json: body, jar, timeoutMs: this.options.timeoutMs, maxBodyBytes: 64 * 1024 * 1024 });
+      res = await request(this.endpoint, {
+        method: 'POST',
+        json: body,
+        jar,
+        timeoutMs: this.options.timeoutMs,
+        maxBodyBytes: 64 * 1024 * 1024,
+        ...this.transport,
+      });
     } catch (err) {
       const unreachable = this.answered === 0 && err instanceof HttpTransportError && err.kind === 'connect';
       this.add('reachable', 'fail', `${where}: ${this.transportText(err)}`);
@@ -319,7 +336,9 @@ class CheckRun {
       const location = res.headers.location;
       return fail('no-redirect', `HTTP ${res.status} redirect${location ? ` to ${String(location)}` : ' (no Location header)'}`);
     }
-    if (res.status < 200 || res.status >= 300) return fail('http-reply', `HTTP ${res.status}: ${excerpt(res.text())}`);
+    if (res.status < 200 || res.status >= 300) {
+      return fail('http-reply', `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt(res.text())}`);
+    }
     let parsed: unknown;
     try {
       parsed = res.json();
@@ -334,16 +353,28 @@ class CheckRun {
 
   private async succeedsWithoutCookies(body: unknown): Promise<boolean> {
     try {
-      const res = await request(this.endpoint, { method: 'POST', json: body, timeoutMs: this.options.timeoutMs });
+      const res = await request(this.endpoint, { method: 'POST', json: body, timeoutMs: this.options.timeoutMs, ...this.transport });
       return res.status >= 200 && res.status < 300;
     } catch {
       return false;
     }
   }
 
+  /** What a 401/403 says about the credential (named by flag and variable, never by value). */
+  private credentialHint(status: number): string {
+    if (status !== 401 && status !== 403) return '';
+    const { apiKeyEnv } = this.options.auth;
+    if (apiKeyEnv === undefined) return ' (the service wants a credential: pass --api-key-env NAME, as agent_api_key_env does)';
+    return ` (the service refused the credential from --api-key-env ${apiKeyEnv})`;
+  }
+
   private transportText(err: unknown): string {
     if (err instanceof HttpTransportError) {
       if (err.kind === 'timeout') return `no answer within ${this.options.timeoutMs / 1000}s (+timeout_secs)`;
+      if (err.kind === 'tls') {
+        const ca = this.options.auth.ca;
+        return `TLS failed (${err.message}); ${ca ? `the CA in --ca-file ${ca.file} did not verify it` : 'for a private CA pass --ca-file PATH (agent_ca_file)'}`;
+      }
       if (err.kind === 'connect') return `could not connect (${err.message}). Is your service running at ${this.baseUrl}?`;
       return err.message;
     }
@@ -429,7 +460,9 @@ class CheckRun {
   }
 
   private add(check: string, level: Level, detail: string, fix?: string): void {
-    this.findings.push({ check, level, detail, ...(fix ? { fix } : {}) });
+    // A service may echo what it received: no secret value reaches the report.
+    const safe = redactSecrets(detail, this.options.auth.secrets);
+    this.findings.push({ check, level, detail: safe, ...(fix ? { fix } : {}) });
   }
 
   private defaultPassNote(name: string): string {

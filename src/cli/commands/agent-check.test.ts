@@ -4,7 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { startCounterPlannerService, type StartedService } from '../../../examples/counter-planner/index.js';
 import { UsageError } from '../../errors.js';
-import { reply, startScriptedService } from '../../testing/index.js';
+import path from 'node:path';
+import { runGym, tempDir } from '../../collect/cli-harness.js';
+import { counterTaskReply } from '../../testing/counter-brain.js';
+import { makeTestCa, reply, startScriptedService, type ScriptedService } from '../../testing/index.js';
 import type { ParsedCommand } from '../argv.js';
 import { agentCheck } from './agent-check.js';
 
@@ -96,5 +99,49 @@ describe('gym agent check <url>', () => {
 
   test('--rows with a missing file is a config error naming it', async () => {
     await assert.rejects(agentCheck(command([service.url], ['+rows=/no/such/rows.jsonl'])), /--rows \/no\/such\/rows\.jsonl: no such file/);
+  });
+});
+
+describe('gym agent check --api-key-env / --ca-file (through the CLI)', () => {
+  const TOKEN = `check-${process.pid}-s3cr3t`;
+  const dir = tempDir('tsgym-check-tls-');
+  const ca = makeTestCa(dir, 'check');
+  let service: ScriptedService;
+  before(async () => {
+    service = await startScriptedService(
+      (call) => (call.headers.authorization === `Bearer ${TOKEN}` ? counterTaskReply(call) : reply.status(401, `no: ${String(call.headers.authorization)}`)),
+      { tls: { key: ca.key, cert: ca.cert } },
+    );
+  });
+  after(() => service.close());
+  const env = { CHECK_TOKEN: TOKEN };
+
+  test('with the CA and the token every check passes', async () => {
+    const res = await runGym(['agent', 'check', service.url, '--ca-file', ca.caFile, '--api-key-env', 'CHECK_TOKEN'], { cwd: dir, env });
+    assert.equal(res.code, 0, res.stdout + res.stderr);
+    assert.match(res.stdout, /Summary: 15 passed/);
+    assert.ok(service.calls.every((call) => call.headers.authorization === `Bearer ${TOKEN}`));
+  });
+
+  test('without the CA: reachable fails naming --ca-file; with a wrong token: 401 naming --api-key-env, value masked', async () => {
+    const noCa = await runGym(['agent', 'check', service.url, '--api-key-env', 'CHECK_TOKEN'], { cwd: dir, env });
+    assert.equal(noCa.code, 1);
+    assert.match(noCa.stdout, /^FAIL  reachable .*TLS failed .*pass --ca-file PATH/m);
+    const wrong = await runGym(['agent', 'check', service.url, '--ca-file', ca.caFile, '--api-key-env', 'CHECK_TOKEN'], {
+      cwd: dir,
+      env: { CHECK_TOKEN: `${TOKEN}-old` },
+    });
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stdout, /HTTP 401 \(the service refused the credential from --api-key-env CHECK_TOKEN\): no: Bearer \*\*\*\*/);
+    assert.ok(!wrong.stdout.includes(`${TOKEN}-old`));
+  });
+
+  test('an unset variable or a missing CA file is a usage error (exit 2) naming it', async () => {
+    const unset = await runGym(['agent', 'check', service.url, '--api-key-env', 'TSGYM_CHECK_UNSET'], { cwd: dir, env: { TSGYM_CHECK_UNSET: undefined } });
+    assert.equal(unset.code, 2);
+    assert.match(unset.stderr, /--api-key-env names the environment variable TSGYM_CHECK_UNSET, which is not set/);
+    const missing = await runGym(['agent', 'check', service.url, '--ca-file', path.join(dir, 'none.pem')], { cwd: dir });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--ca-file = .*none\.pem does not exist/);
   });
 });
