@@ -119,7 +119,13 @@ describe('loading --rows', () => {
   });
 
   test("an invalid responses_create_params names the row and the field", async () => {
-    assert.match(await loadError('{"responses_create_params": {"input": 3}}\n'), /^FILE:1: the row's responses_create_params is invalid: .*input/);
+    assert.match(await loadError('{"responses_create_params": {"input": 3}}\n'), /^FILE:1: the row has an invalid responses_create_params: .*input/);
+    assert.match(await loadError('{"prompt": "x"}\n'), /^FILE:1: the row has no responses_create_params/);
+  });
+
+  test('a directory is a config error, not a crash', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gym-rows-'));
+    await assert.rejects(loadRowProbes(dir), (err) => isGymError(err) && err.errorClass === 'config' && /a directory, not a file/.test(err.message));
   });
 
   test('takes at most max rows, the first ones', async () => {

@@ -44,13 +44,16 @@ export async function loadRowProbes(file: string, limit = DEFAULT_MAX_ROWS): Pro
       const params = (parsed.value as Record<string, unknown>).responses_create_params;
       const checked = validateCreateParams(params);
       if (!checked.ok) {
-        throw new ConfigError(`${label}: the row's responses_create_params is invalid: ${checked.message}. Fix that row or pass another --rows file.`);
+        const what = params === undefined ? 'has no responses_create_params (the request a rollout sends)' : `has an invalid responses_create_params: ${checked.message}`;
+        throw new ConfigError(`${label}: the row ${what}. Fix that row or pass another --rows file.`);
       }
       probes.push({ label, params: params as Record<string, unknown>, ...toolsOf(params as Record<string, unknown>, validatorCache) });
     }
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new ConfigError(`--rows ${file}: no such file. Give the path of a dataset JSONL, e.g. resources_servers/<name>/data/example.jsonl.`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') {
+      const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : 'not readable (permission denied)';
+      throw new ConfigError(`--rows ${file}: ${why}. Give the path of a dataset JSONL, e.g. resources_servers/<name>/data/example.jsonl.`);
     }
     throw err;
   }
