@@ -378,6 +378,36 @@ describe('environment kit: definitions', () => {
     }
   });
 
+  it('answers 500 for a tool result JSON cannot encode, and keeps serving', async () => {
+    const env = await serveEnvironment(
+      defineEnvironment({
+        name: 'cyclic',
+        tools: (tool) => ({
+          loop: tool({
+            description: 'Returns a cycle.',
+            input: z.object({}),
+            run: () => {
+              const node: Record<string, unknown> = {};
+              node.self = node;
+              return node;
+            },
+          }),
+          ok: tool({ description: 'Fine.', input: z.object({}), run: () => ({ ok: true }) }),
+        }),
+        verify: () => ({ reward: 0 }),
+      }),
+    );
+    try {
+      const bad = await post(env, '/loop', {});
+      assert.equal(bad.status, 500);
+      assert.match(bad.text(), /the reply could not be encoded as JSON: .*circular/i);
+      assert.ok(bad.setCookies.some((line) => line.startsWith('CyclicResourcesServer___cyclic=')), 'the 500 still carries the session cookie');
+      assert.deepEqual((await post(env, '/ok', {})).json(), { ok: true });
+    } finally {
+      await env.close();
+    }
+  });
+
   it('validates the seed row of a stateless environment that declares seedRow', async () => {
     const env = await serveEnvironment(defineEnvironment({ name: 'quiz', seedRow: z.looseObject({ question_id: z.string() }), verify: () => ({ reward: 0 }) }));
     try {
