@@ -308,6 +308,17 @@ describe('environment kit: session lifetime', () => {
     assert.deepEqual(disposed, [{ notes: [], owner: 'late', reason: 'shutdown' }]);
   });
 
+  it('stops waiting for a dispose that never finishes after shutdownWaitMs, and says so', async () => {
+    const lines: string[] = [];
+    const env = await serveEnvironment(
+      defineEnvironment({ name: 'stuck', createState: () => ({}), verify: () => ({ reward: 0 }), dispose: () => new Promise<void>(() => {}) }),
+      { shutdownWaitMs: 50, log: (line) => lines.push(line) },
+    );
+    await post(env, '/seed_session', {});
+    await env.close();
+    assert.deepEqual(lines, ['[stuck] 1 dispose(state) calls still pending after 50 ms; stopping anyway']);
+  });
+
   it('counts sessions created by initialState against maxSessions too', async () => {
     const env = await serveEnvironment(
       defineEnvironment({

@@ -21,6 +21,8 @@ export interface EnvironmentServerOptions {
   sessions?: SessionOptions;
   /** Where one-line failure reports go (a failing dispose, a verify outcome that breaks the rules). Default stderr. */
   log?: (line: string) => void;
+  /** How long `close()` waits for pending disposals. Default 10 000 ms. */
+  shutdownWaitMs?: number;
 }
 
 /** Fields of the verify response that the environment's outcome may not set. */
@@ -32,6 +34,7 @@ export class EnvironmentServer {
   private readonly pendingDisposals = new Set<Promise<void>>();
   private readonly log: (line: string) => void;
   private readonly instanceName: string;
+  private readonly shutdownWaitMs: number;
 
   constructor(
     readonly environment: Environment,
@@ -40,6 +43,7 @@ export class EnvironmentServer {
     const spec = environment.spec;
     this.instanceName = options.instanceName ?? environment.name;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.shutdownWaitMs = options.shutdownWaitMs ?? 10_000;
     this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
     const stateful = spec.createState !== undefined;
     const tools: Record<string, Tool<any>> = {};
@@ -62,10 +66,26 @@ export class EnvironmentServer {
     return { ...listening, close: () => listening.close().then(() => this.close()) };
   }
 
-  /** Dispose every live session and wait for all disposals (the server's shutdown). */
+  /**
+   * Dispose every live session and wait for the disposals (the server's shutdown) — at most `shutdownWaitMs`, so a
+   * hanging `dispose` cannot keep a stopping server alive; what is still pending then is logged.
+   */
   async close(): Promise<void> {
     this.sessions.clear();
-    while (this.pendingDisposals.size > 0) await Promise.all(this.pendingDisposals);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), this.shutdownWaitMs);
+    });
+    try {
+      while (this.pendingDisposals.size > 0) {
+        if ((await Promise.race([Promise.all(this.pendingDisposals), deadline])) === 'late') {
+          this.log(`[${this.instanceName}] ${this.pendingDisposals.size} dispose(state) calls still pending after ${this.shutdownWaitMs} ms; stopping anyway`);
+          return;
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private seedTool(): Tool<unknown> {
