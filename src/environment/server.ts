@@ -21,7 +21,7 @@ export interface EnvironmentServerOptions {
   sessions?: SessionOptions;
   /** Where one-line failure reports go (a failing dispose, a verify outcome that breaks the rules). Default stderr. */
   log?: (line: string) => void;
-  /** How long `close()` waits for pending disposals. Default 10 000 ms. */
+  /** How long `close()` waits for pending disposals. Default 1 500 ms: inside the 2 s `gym env start` allows a stopping server. */
   shutdownWaitMs?: number;
 }
 
@@ -43,7 +43,7 @@ export class EnvironmentServer {
     const spec = environment.spec;
     this.instanceName = options.instanceName ?? environment.name;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
-    this.shutdownWaitMs = options.shutdownWaitMs ?? 10_000;
+    this.shutdownWaitMs = options.shutdownWaitMs ?? 1_500;
     this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
     const stateful = spec.createState !== undefined;
     const tools: Record<string, Tool<any>> = {};
