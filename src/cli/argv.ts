@@ -65,6 +65,8 @@ const FLAGS = {
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
   caFile: { long: '--ca-file', value: 'string', metavar: 'PATH', key: 'ca_file', help: 'Trust this PEM CA for an https:// service with a private CA, as agent_ca_file does (+ca_file).' },
   apiKeyEnv: { long: '--api-key-env', value: 'string', metavar: 'NAME', key: 'api_key_env', help: 'Send the value of environment variable NAME as Authorization: Bearer, as agent_api_key_env does (+api_key_env).' },
+  rows: { long: '--rows', value: 'string', metavar: 'JSONL', key: 'rows', help: "Probe with an environment's dataset rows (each row's responses_create_params and tools) instead of the counter conversations (+rows)." },
+  quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
   host: { long: '--host', value: 'string', metavar: 'HOST', key: 'host', help: 'Address to serve on (+host; default 127.0.0.1, this machine only).' },
@@ -128,14 +130,18 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   quickstart: {
     summary: 'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
-    flags: [FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
-    examples: ['gym quickstart', 'gym quickstart --brain NAME'],
+    flags: [FLAGS.quickstartEnv, FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
+    examples: ['gym quickstart', 'gym quickstart --env counter', 'gym quickstart --brain NAME'],
   },
   'agent check': {
     summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
-    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv],
+    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows],
     positionals: ['url'],
-    examples: ['gym agent check http://localhost:9000', 'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN'],
+    examples: [
+      'gym agent check http://localhost:9000',
+      'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN',
+      'gym agent check http://localhost:9000 --rows resources_servers/example_session_state_mgmt/data/example.jsonl',
+    ],
   },
   view: {
     summary: 'Serve a local viewer of a rollouts file and its failures sidecar (live while gym eval run writes it, with charts), or compare two runs task by task.',
