@@ -48,7 +48,8 @@ function parseOutput(text: string, name: string): Json {
     throw new Stuck(`${name} answered something that is not JSON: ${text.slice(0, 200)}`);
   }
   if (parsed === null || typeof parsed !== 'object') throw new Stuck(`${name} answered ${text.slice(0, 200)}`);
-  if (typeof (parsed as Json).error === 'string') throw new Stuck(`${name} failed: ${(parsed as Json).error}`);
+  const failure = (parsed as Json).detail ?? (parsed as Json).error;
+  if (failure !== undefined) throw new Stuck(`${name} failed: ${typeof failure === 'string' ? failure : JSON.stringify(failure)}`);
   return parsed as Json;
 }
 

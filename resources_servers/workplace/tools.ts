@@ -13,12 +13,13 @@ import {
 
 /**
  * The workplace environment's eleven tools: each one's argument schema (zod, with the descriptions a model reads)
- * and what it does to a session's office. The same schemas give the JSON tool declarations the dataset rows carry
- * (`WORKPLACE_TOOLS`), so the declared parameters and the validated ones cannot drift apart.
+ * and what it does to a session's office, as plain functions (no HTTP). The kit turns the same schemas into the
+ * JSON tool declarations the dataset rows carry (`WORKPLACE_TOOLS` in app.ts), so the declared parameters and the
+ * validated ones cannot drift apart.
  *
  * Mistakes a model can make with valid arguments (an unknown id, an end before the start, a malformed address)
- * answer `{ "error": "…" }` and change nothing, so the model can read the error and try again; arguments that do
- * not fit the schema answer 422 naming the field (the resources server does that).
+ * return `{ "error": "…" }` and change nothing (the server answers them 400 `{"detail": "…"}`, so the model can
+ * read the error and try again); arguments that do not fit the schema answer 422 naming the field.
  */
 
 /** A session's mutable state: the office and the counter new ids are drawn from. */
@@ -85,7 +86,8 @@ export const ToolArgs = {
 export type ToolName = keyof typeof ToolArgs;
 type Args<Name extends ToolName> = z.infer<(typeof ToolArgs)[Name]>;
 
-const DESCRIPTIONS: Record<ToolName, string> = {
+/** What each tool does, as agents read it in the tool's declaration. */
+export const TOOL_DESCRIPTIONS: Record<ToolName, string> = {
   search_emails: 'Search the mailbox. Returns e-mail summaries (id, sender, subject, date, a snippet), newest first.',
   read_email: 'Read one e-mail in full (sender, recipients, subject, date, body).',
   send_email: 'Send an e-mail from the user. Recipients are e-mail addresses (find them with find_contacts).',
@@ -98,12 +100,6 @@ const DESCRIPTIONS: Record<ToolName, string> = {
   create_task: 'Add a task to the user’s task list. Returns the new task’s id.',
   complete_task: 'Mark a task as done (completing a done task again changes nothing).',
 };
-
-/** The tools as `responses_create_params.tools` declares them (JSON Schema from the zod schemas above). */
-export const WORKPLACE_TOOLS = (Object.keys(ToolArgs) as ToolName[]).map((name) => {
-  const { $schema: _drop, ...parameters } = z.toJSONSchema(ToolArgs[name], { io: 'input' }) as Record<string, unknown>;
-  return { type: 'function', name, description: DESCRIPTIONS[name], parameters, strict: false };
-});
 
 const error = (message: string): ToolResult => ({ error: message });
 

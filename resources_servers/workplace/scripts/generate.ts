@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { addDays, addMinutes, weekdayOf, type CalendarEvent, type Contact, type Email, type Office, type Task } from '../office.js';
-import { WORKPLACE_TOOLS } from '../tools.js';
+import { WORKPLACE_TOOLS } from '../app.js';
 import type { ExpectedChange } from '../verify.js';
 
 /**
