@@ -64,6 +64,8 @@ export interface Verdict {
   reward: number;
   state_checks_passed: number;
   state_checks_total: number;
+  /** passed / total: the partial credit a profile averages. */
+  state_check_fraction: number;
   unexpected_changes: number;
   /** One line per expected change the final state lacks. */
   failed_checks: string[];
@@ -223,6 +225,7 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
     reward: passed === expected.length && unexpected.length === 0 ? 1 : 0,
     state_checks_passed: passed,
     state_checks_total: expected.length,
+    state_check_fraction: passed / expected.length,
     unexpected_changes: unexpected.length,
     failed_checks: failed,
     unexpected_change_details: unexpected,
