@@ -4,7 +4,9 @@ import { describe, test } from 'node:test';
 import { createWorkplaceServer } from '../../resources_servers/workplace/app.js';
 import type { WorkplaceRow } from '../../resources_servers/workplace/scripts/generate.js';
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
-import { assertAgentCheckPasses, DIST_EXAMPLES, REPO_ROOT, runDatasetRollouts, spawnService } from '../testing/helpers.js';
+import { runAgentCheck } from '../../src/check/agent-check.js';
+import { loadRowProbes } from '../../src/check/row-probes.js';
+import { DIST_EXAMPLES, REPO_ROOT, runDatasetRollouts, spawnService } from '../testing/helpers.js';
 import { createWorkplaceSolver, parseWorkplaceRequest, startWorkplaceSolverService } from './index.js';
 
 const DATA = `${REPO_ROOT}resources_servers/workplace/data/`;
@@ -94,11 +96,14 @@ describe('workplace solver (deterministic, no model)', () => {
     }
   });
 
-  test('runs with one command and passes gym agent check', async () => {
+  test('runs with one command and passes gym agent check --rows on the example rows', async () => {
     const service = await spawnService(process.execPath, [`${DIST_EXAMPLES}workplace-solver/service.js`, '--port', '0']);
     try {
       assert.match(service.output(), /workplace-solver \(deterministic, no model\) listening on/);
-      await assertAgentCheckPasses(service.url);
+      const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(`${DATA}example.jsonl`) });
+      const rowProbes = report.checks.find((check) => check.name === 'row-probes');
+      assert.equal(rowProbes?.status, 'pass', JSON.stringify(rowProbes));
+      assert.deepEqual(report.checks.filter((check) => check.status === 'fail' || check.status === 'warn').map((check) => `${check.name}: ${check.detail}`), []);
     } finally {
       await service.close();
     }
