@@ -152,6 +152,13 @@ function taskView(task: Task): ToolResult {
   return { id: task.id, title: task.title, due_date: task.due, status: task.status };
 }
 
+/** At most this many e-mails, events or tasks per office: an agent looping on create/send cannot grow a session without bound. */
+export const MAX_OFFICE_ITEMS = 1_000;
+
+function full(items: readonly unknown[], what: string): ToolResult | undefined {
+  return items.length >= MAX_OFFICE_ITEMS ? error(`the ${what} is full (${MAX_OFFICE_ITEMS} items): nothing was added`) : undefined;
+}
+
 function newId(session: OfficeSession, prefix: string): string {
   session.nextId += 1;
   return `${prefix}_new_${session.nextId}`;
@@ -191,6 +198,8 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
     const cc = checkAddresses(args.cc ?? []);
     if ('bad' in cc) return error(`'${cc.bad}' in cc is not an e-mail address: look it up with find_contacts`);
     const { office } = session;
+    const noRoom = full(office.emails, 'mailbox');
+    if (noRoom) return noRoom;
     const email: Email = {
       id: newId(session, 'em'),
       folder: 'sent',
@@ -223,6 +232,8 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
   },
 
   create_event(args, session) {
+    const noRoom = full(session.office.events, 'calendar');
+    if (noRoom) return noRoom;
     const wrongTime = checkTimes(args.start, args.end);
     if (wrongTime) return error(wrongTime);
     const attendees = checkAddresses(args.attendees ?? []);
@@ -276,6 +287,8 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
   },
 
   create_task(args, session) {
+    const noRoom = full(session.office.tasks, 'task list');
+    if (noRoom) return noRoom;
     if (normalizeText(args.title) === '') return error('title is empty');
     if (args.due_date !== undefined && !isValidDate(args.due_date)) return error(`due_date '${args.due_date}' is not a date of the form YYYY-MM-DD`);
     const task: Task = { id: newId(session, 'task'), title: args.title, due: args.due_date ?? null, status: 'open' };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cloneOffice, type Office } from './office.js';
-import { runTool, type OfficeSession, type ToolName } from './tools.js';
+import { MAX_OFFICE_ITEMS, runTool, type OfficeSession, type ToolName } from './tools.js';
 import { ExpectedChangesSchema, verifyOffice, type ExpectedChange } from './verify.js';
 
 /**
@@ -184,6 +184,14 @@ describe('workplace verifier', () => {
     assert.match(String(results[0]!.error), /end 2026-03-13T14:30 is not after start 2026-03-13T15:00/);
     assert.equal(verdict.unexpected_changes, 0);
     assert.equal(judge([['send_email', { to: ['Dana'], subject: 'x', body: 'y' }]], MOVE_AND_TELL).results[0]!.error, "'Dana' in to is not an e-mail address: look it up with find_contacts");
+  });
+
+  test('an office holds at most MAX_OFFICE_ITEMS tasks: one more is refused and changes nothing', () => {
+    const crowded = office();
+    for (let i = crowded.tasks.length; i < MAX_OFFICE_ITEMS; i++) crowded.tasks.push({ id: `t_${i}`, title: `Task ${i}`, due: null, status: 'open' });
+    const { results, verdict } = judge([['create_task', { title: 'One more' }]], [{ kind: 'task_completed', task_id: 'task_01' }], crowded);
+    assert.match(String(results[0]!.error), /the task list is full \(1000 items\)/);
+    assert.equal(verdict.unexpected_changes, 0);
   });
 
   test('expected changes are validated: an unknown kind or an empty list is refused', () => {
