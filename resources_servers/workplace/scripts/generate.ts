@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { addDays, addMinutes, weekdayOf, type CalendarEvent, type Contact, type Email, type Office, type Task } from '../office.js';
 import { WORKPLACE_TOOLS } from '../app.js';
 import type { ExpectedChange } from '../verify.js';
+import { mulberry32 } from '../../seeded-random.js';
 
 /**
  * Seeded workplace tasks of graded difficulty:
@@ -57,18 +58,6 @@ export interface WorkplaceRow {
   };
   office: Office;
   expected_changes: ExpectedChange[];
-}
-
-/** mulberry32: tiny and identical on every platform, which is all a reproducible data set needs. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 class Random {
@@ -458,7 +447,7 @@ function buildRow(taskId: string, plan: readonly SubtaskKind[], random: Random):
 
 /** `rows` rows from `seed`; difficulty `difficulty` for all, or cycling 1..5 when it is undefined. */
 export function generateRows(rows: number, seed: number, difficulty?: number): WorkplaceRow[] {
-  const random = new Random(prng(seed));
+  const random = new Random(mulberry32(seed));
   return Array.from({ length: rows }, (_, i) => {
     const level = difficulty ?? 1 + (i % 5);
     return buildRow(`workplace-${seed}-${String(i + 1).padStart(4, '0')}`, planFor(level, random), random);
@@ -477,7 +466,7 @@ export const EXAMPLE_PLANS: SubtaskKind[][] = [
 ];
 
 export function exampleRows(seed: number): WorkplaceRow[] {
-  const random = new Random(prng(seed));
+  const random = new Random(mulberry32(seed));
   return EXAMPLE_PLANS.map((plan, i) => buildRow(`workplace-example-${i + 1}`, plan, random));
 }
 
