@@ -99,13 +99,14 @@ describe('I. Gym-side failures', () => {
     }
   });
 
-  test('case 51: verify extras pass through unchanged; the row is what /verify returned (C4)', async () => {
+  test('case 51: verify extras pass through unchanged', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')], env: { verify: () => ({ reward: 0.5, grading_notes: 'half right' }) } });
     try {
       const result = await h.run(basicRow('q', { dataset_extra: 7 }));
       assert.equal(result.reward, 0.5);
       assert.equal(result.grading_notes, 'half right');
-      assert.equal(result.dataset_extra, undefined, 'a row field the environment left out stays out (decision C4)');
+      // C4: the result is the verify response; a row field the environment did not echo stays out.
+      assert.equal(result.dataset_extra, undefined);
       assert.equal(result._ng_failure_class, undefined);
     } finally {
       await h.close();

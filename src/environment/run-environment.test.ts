@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { findFreePort, serverEnv } from '../config/index.js';
+import { eventually } from '../env/testing-fixtures.js';
 import { request } from '../http/client.js';
+import { KIT_URL, startEnvironmentProcess } from './process-fixture.js';
 
 /**
  * `runEnvironment` in a real server process, started the way `gym env start` starts one (the two config env vars):
@@ -14,12 +13,10 @@ import { request } from '../http/client.js';
  * session on SIGTERM before exiting 0, and a definition mistake exits 1 with one sentence and no stack trace.
  */
 
-const KIT = pathToFileURL(fileURLToPath(new URL('./index.js', import.meta.url))).href;
-
 function appSource(toolName: string): string {
   return `
 import { appendFileSync } from 'node:fs';
-import { defineEnvironment, runEnvironment, z } from ${JSON.stringify(KIT)};
+import { defineEnvironment, runEnvironment, z } from ${JSON.stringify(KIT_URL)};
 void runEnvironment((ctx) => defineEnvironment({
   name: 'ledger',
   createState: () => ({ id: Math.random().toString(36).slice(2) }),
@@ -35,42 +32,18 @@ void runEnvironment((ctx) => defineEnvironment({
 `;
 }
 
-async function startProcess(toolName: string) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-kit-'));
-  const app = path.join(dir, 'app.mjs');
-  writeFileSync(app, appSource(toolName));
-  const disposals = path.join(dir, 'disposals.txt');
+async function startLedger(toolName: string) {
+  const disposals = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsgym-ledger-')), 'disposals.txt');
   writeFileSync(disposals, '');
-  const port = await findFreePort();
-  const config = {
-    ledger: {
-      resources_servers: {
-        ledger: { entrypoint: 'app.mjs', domain: 'other', host: '127.0.0.1', port, greeting: 'hello from the config', disposals },
-      },
-    },
-  };
-  const child = spawn(process.execPath, [app], { env: { ...process.env, ...serverEnv(config, 'ledger') }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, disposals, url: `http://127.0.0.1:${port}`, output: () => ({ stdout, stderr }) };
-}
-
-async function eventually(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', { greeting: 'hello from the config', disposals });
+  return { ...proc, disposals };
 }
 
 describe('runEnvironment in a server process', () => {
   it('serves the config block to the environment and disposes every live session on SIGTERM', async () => {
-    const proc = await startProcess('greet');
+    const proc = await startLedger('greet');
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), 'the listening line');
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), 10_000, 'the server prints its listening line');
       const seeded = [];
       for (let i = 0; i < 2; i++) seeded.push(await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }));
       const cookie = seeded[0]!.setCookies[0]!.split(';')[0]!;
@@ -86,7 +59,7 @@ describe('runEnvironment in a server process', () => {
   });
 
   it('exits 1 with one sentence when the definition names a reserved route', async () => {
-    const proc = await startProcess('verify');
+    const proc = await startLedger('verify');
     try {
       assert.equal(await proc.exited, 1);
       const { stderr } = proc.output();
