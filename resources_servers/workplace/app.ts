@@ -2,7 +2,7 @@ import { defineEnvironment, EnvironmentServer, isMainModule, runEnvironment, Too
 import { HttpError } from '../../src/http/server.js';
 import { cloneOffice, OfficeSchema, type Office } from './office.js';
 import { runParsedTool, TOOL_DESCRIPTIONS, ToolArgs, type OfficeSession, type ToolName } from './tools.js';
-import { ExpectedChangesSchema, verifyOffice } from './verify.js';
+import { ExpectedChangesSchema, metricsByDifficulty, verifyOffice } from './verify.js';
 
 /**
  * The workplace environment, on the environment kit: multi-step, stateful tool use with state-based verification.
@@ -56,6 +56,7 @@ export const workplaceEnvironment = defineEnvironment({
     };
   },
   dropFields: ['office', 'expected_changes'],
+  aggregateMetrics: metricsByDifficulty,
 });
 
 /** The workplace tools as rows declare them in `responses_create_params.tools`. */

@@ -97,6 +97,10 @@ test('an agent that forgets the e-mails: reward 0 on those rows, partial credit 
     assert.ok(fraction > 0 && fraction < 1, `mean/state_check_fraction ${fraction}`);
     assert.equal(metrics[0].agent_metrics['mean/unexpected_changes'], 0);
     assert.ok((metrics[0].agent_metrics['mean/reward'] as number) < fraction, 'exact-match reward sits below the partial credit');
+    // Per difficulty: the one-change rows without e-mail pass, the five-change row (two e-mails) does not.
+    assert.equal(metrics[0].key_metrics['mean/reward@difficulty_5'], 0);
+    assert.equal(metrics[0].key_metrics['mean/state_check_fraction@difficulty_5'], 0.6);
+    assert.equal(metrics[0].key_metrics['mean/reward@difficulty_1'], 1);
   } finally {
     await forgetful.close();
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cloneOffice, type Office } from './office.js';
 import { MAX_OFFICE_ITEMS, runTool, type OfficeSession, type ToolName } from './tools.js';
-import { ExpectedChangesSchema, verifyOffice, type ExpectedChange } from './verify.js';
+import { ExpectedChangesSchema, metricsByDifficulty, verifyOffice, type ExpectedChange } from './verify.js';
 
 /**
  * The verifier on hand-made offices, through the real tools: each case applies a list of tool calls to a fresh
@@ -199,5 +199,15 @@ describe('workplace verifier', () => {
     const bad = ExpectedChangesSchema.safeParse([{ kind: 'event_moved', event_id: 'ev_01' }]);
     assert.equal(bad.success, false);
     assert.deepEqual(bad.error!.issues[0]!.path, [0, 'kind']);
+  });
+
+  test('aggregate metrics: mean reward and partial credit per difficulty, rows without the fields ignored', () => {
+    const rollout = (difficulty: number, reward: number, fraction: number) => ({ difficulty, reward, state_check_fraction: fraction });
+    assert.deepEqual(metricsByDifficulty([[rollout(2, 1, 1), rollout(2, 0, 0.5)], [rollout(1, 0, 0)], [{ reward: 1 }]]), {
+      'mean/reward@difficulty_1': 0,
+      'mean/state_check_fraction@difficulty_1': 0,
+      'mean/reward@difficulty_2': 0.5,
+      'mean/state_check_fraction@difficulty_2': 0.75,
+    });
   });
 });

@@ -231,3 +231,28 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
     unexpected_change_details: unexpected,
   };
 }
+
+/**
+ * The aggregate metrics the workplace adds: mean reward and mean partial credit per difficulty
+ * (`mean/reward@difficulty_3`, `mean/state_check_fraction@difficulty_3`), so one run shows where agents start failing.
+ */
+export function metricsByDifficulty(tasks: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>): Record<string, number> {
+  const sums = new Map<number, { n: number; reward: number; fraction: number }>();
+  for (const rollouts of tasks) {
+    for (const rollout of rollouts) {
+      const { difficulty, reward, state_check_fraction: fraction } = rollout;
+      if (typeof difficulty !== 'number' || typeof reward !== 'number' || typeof fraction !== 'number') continue;
+      const sum = sums.get(difficulty) ?? { n: 0, reward: 0, fraction: 0 };
+      sum.n += 1;
+      sum.reward += reward;
+      sum.fraction += fraction;
+      sums.set(difficulty, sum);
+    }
+  }
+  const metrics: Record<string, number> = {};
+  for (const [difficulty, sum] of [...sums].sort(([a], [b]) => a - b)) {
+    metrics[`mean/reward@difficulty_${difficulty}`] = sum.reward / sum.n;
+    metrics[`mean/state_check_fraction@difficulty_${difficulty}`] = sum.fraction / sum.n;
+  }
+  return metrics;
+}
