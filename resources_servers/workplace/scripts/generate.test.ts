@@ -90,7 +90,11 @@ describe('workplace task generator', () => {
     const bad = spawnSync(process.execPath, [SCRIPT, '--difficulty', '6', '--out', out], { encoding: 'utf8' });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--difficulty must be 1, 2, 3, 4 or 5, got '6'\nUsage:/);
-    assert.throws(() => parseArgs(['--rows', '3']), /--out <path> is required/);
+    const piped = spawnSync(process.execPath, [SCRIPT, '--rows', '3', '--seed', '9'], { encoding: 'utf8' });
+    assert.equal(piped.status, 0, piped.stderr);
+    assert.equal(piped.stdout, rowsToJsonl(generateRows(3, 9)));
+    assert.match(piped.stderr, /Wrote 3 rows to stdout \(seed 9\)/);
+    assert.throws(() => parseArgs(['--rows', '3', '--out=']), /--out needs a path/);
     assert.throws(() => parseArgs(['--example', '--rows', '3', '--out', 'x']), /drop --rows/);
     assert.throws(() => parseArgs(['--colour', 'red']), /unknown argument '--colour'/);
   });

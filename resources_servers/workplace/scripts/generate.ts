@@ -10,6 +10,7 @@ import { mulberry32 } from '../../seeded-random.js';
  *
  *   node dist/resources_servers/workplace/scripts/generate.js --rows 200 --seed 12 --out data/validation.jsonl [--difficulty 3]
  *   node dist/resources_servers/workplace/scripts/generate.js --example --seed 1 --out data/example.jsonl
+ *   (without --out the rows go to stdout; defaults: --rows 200 --seed 0)
  *
  * A row's difficulty is the number of state changes it requires (1 to 5), made of one to three sub-tasks (move a
  * meeting, cancel one, schedule one, add/complete a task, turn an e-mailed request into a task, share a meeting's
@@ -477,7 +478,8 @@ export function rowsToJsonl(rows: readonly WorkplaceRow[]): string {
 interface Args {
   rows: number;
   seed: number;
-  out: string;
+  /** Undefined: write the rows to stdout. */
+  out: string | undefined;
   difficulty: number | undefined;
   example: boolean;
 }
@@ -507,7 +509,7 @@ export function parseArgs(argv: readonly string[]): Args {
     throw new Error(`--difficulty must be 1, 2, 3, 4 or 5, got '${values.get('--difficulty')}'`);
   }
   if (example && (values.has('--rows') || difficulty !== undefined)) throw new Error('--example writes the fixed example plans: drop --rows and --difficulty');
-  if (!out) throw new Error('--out <path> is required');
+  if (out === '') throw new Error('--out needs a path (leave it out to write to stdout)');
   return { rows, seed, out, difficulty, example };
 }
 
@@ -515,12 +517,19 @@ if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === imp
   try {
     const args = parseArgs(process.argv.slice(2));
     const rows = args.example ? exampleRows(args.seed) : generateRows(args.rows, args.seed, args.difficulty);
-    writeFileSync(args.out, rowsToJsonl(rows));
-    process.stdout.write(`Wrote ${rows.length} rows to ${args.out} (seed ${args.seed}${args.example ? ', example plans' : ''})\n`);
+    const summary = `Wrote ${rows.length} rows to ${args.out ?? 'stdout'} (seed ${args.seed}${args.example ? ', example plans' : ''})\n`;
+    if (args.out === undefined) {
+      process.stdout.write(rowsToJsonl(rows));
+      process.stderr.write(summary);
+    } else {
+      writeFileSync(args.out, rowsToJsonl(rows));
+      process.stdout.write(summary);
+    }
   } catch (err) {
     process.stderr.write(
       `Error: ${err instanceof Error ? err.message : String(err)}\n` +
-        'Usage: generate.js --out <path> [--rows <N>] [--seed <int>] [--difficulty 1..5] | generate.js --example --out <path> [--seed <int>]\n',
+        'Usage: generate.js [--out <path>] [--rows <N>] [--seed <int>] [--difficulty 1..5] | generate.js --example [--out <path>] [--seed <int>]\n' +
+          '(without --out the rows go to stdout)\n',
     );
     process.exitCode = 2;
   }
