@@ -4,7 +4,7 @@ import { HttpError, parseBody, type App, type Listening } from '../http/server.j
 import { createResourcesServer, tool as baseTool, type SessionContext, type Tool, type VerifyResult } from '../server/resources-server.js';
 import { serveInstance, type ServeContext } from '../server/serve.js';
 import { ToolError, type Environment, type ToolSpec, type VerifyOutcome } from './define.js';
-import { SessionStore, type SessionOptions } from './sessions.js';
+import { SessionStore, type DisposeReason, type SessionOptions } from './sessions.js';
 
 /**
  * A defined environment as a running resources server, on the shared base (`createResourcesServer`): the kit adds
@@ -39,7 +39,7 @@ export class EnvironmentServer {
     const spec = environment.spec;
     this.instanceName = options.instanceName ?? environment.name;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
-    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state) => this.dispose(state));
+    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
     const stateful = spec.createState !== undefined;
     const tools: Record<string, Tool<any>> = {};
     for (const [name, definition] of environment.tools) tools[name] = this.route(name, definition, stateful);
@@ -47,7 +47,7 @@ export class EnvironmentServer {
     this.app = createResourcesServer({
       className: environment.className,
       instanceName: this.instanceName,
-      ...(stateful ? { seed: this.seedTool() } : {}),
+      ...(stateful || spec.seedRow ? { seed: this.seedTool() } : {}),
       tools,
       verify: async (body, ctx) => this.verify(body, ctx, stateful),
       ...(spec.aggregateMetrics ? { computeMetrics: spec.aggregateMetrics } : {}),
@@ -71,18 +71,24 @@ export class EnvironmentServer {
     const spec = this.environment.spec;
     const seedRow = spec.seedRow ?? AnyRow;
     return baseTool(seedRow, async (row, { sessionId }) => {
+      if (!spec.createState) return {}; // a stateless environment only validates the row
       if (this.sessions.has(sessionId)) {
         if (spec.reseed === 'keep') return {};
-      } else if (this.sessions.isFull()) {
-        throw new HttpError(
-          503,
-          `/seed_session: environment '${this.instanceName}' already holds ${this.sessions.maxSessions} live sessions ` +
-            '(sessions.maxSessions). Verify finished rollouts, wait for idle ones to expire, or raise the cap.',
-        );
+      } else {
+        this.refuseWhenFull('/seed_session');
       }
-      this.sessions.set(sessionId, await spec.createState!(row, { sessionId }));
+      this.sessions.set(sessionId, await spec.createState(row, { sessionId }));
       return {};
     });
+  }
+
+  private refuseWhenFull(path: string): void {
+    if (!this.sessions.isFull()) return;
+    throw new HttpError(
+      503,
+      `${path}: environment '${this.instanceName}' already holds ${this.sessions.maxSessions} live sessions ` +
+        '(sessions.maxSessions). Verify finished rollouts, wait for idle ones to expire, or raise the cap.',
+    );
   }
 
   private route(name: string, definition: ToolSpec<any, unknown>, stateful: boolean): Tool<unknown> {
@@ -93,6 +99,7 @@ export class EnvironmentServer {
         state = this.sessions.get(sessionId);
         if (state === undefined) {
           if (!initialState) throw this.noSession(`/${name}`);
+          this.refuseWhenFull(`/${name}`);
           state = initialState();
           this.sessions.set(sessionId, state);
         }
@@ -124,7 +131,7 @@ export class EnvironmentServer {
       // Dropped whether verify succeeded or threw: a verified session is finished either way.
       if (stateful) {
         const taken = this.sessions.take(ctx.sessionId);
-        if (taken !== undefined) this.dispose(taken);
+        if (taken !== undefined) this.dispose(taken, 'verified');
       }
     }
     return this.verifyResponse(body, outcome);
@@ -156,11 +163,11 @@ export class EnvironmentServer {
     );
   }
 
-  private dispose(state: unknown): void {
+  private dispose(state: unknown, reason: DisposeReason): void {
     const hook = this.environment.spec.dispose;
     if (!hook) return;
     const done: Promise<void> = Promise.resolve()
-      .then(() => hook(state))
+      .then(() => hook(state, reason))
       .catch((err: unknown) => {
         this.log(`[${this.instanceName}] dispose(state) failed: ${err instanceof Error ? err.message : String(err)}`);
       })
