@@ -46,6 +46,14 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
       return startCounterPlannerService(counterServiceOptions(settings));
     },
   },
+  {
+    name: 'workplace',
+    displayName: 'workplace environment',
+    config: 'resources_servers/workplace/configs/workplace.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/workplace/data/example.jsonl',
+    startService: async () => (await import('../../../examples/workplace-solver/index.js')).startWorkplaceSolverService(),
+  },
   // Further entries (one per environment, same shape), e.g.:
   //   { name: 'math', displayName: 'math environment', config: 'resources_servers/math/configs/math.yaml',
   //     agentName: 'remote_agent', exampleData: 'resources_servers/math/data/example.jsonl',

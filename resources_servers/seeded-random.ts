@@ -1,0 +1,14 @@
+/**
+ * The seeded random source the data generators share: mulberry32 — tiny, fast, and identical on every platform,
+ * which is all a reproducible data set needs (the same seed writes the same bytes).
+ */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
