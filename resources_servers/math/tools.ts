@@ -1,18 +1,9 @@
+import { createMathEnvironment } from './app.js';
+import { DEFAULT_MATH_CONFIG } from './config.js';
+
 /**
- * The math environment's one tool as dataset rows declare it in `responses_create_params.tools` (shared by the
- * generator, the converter, the example data and tests). Rows without it are pure reasoning tasks.
+ * The `calculator` tool as dataset rows declare it in `responses_create_params.tools`: the JSON schema the
+ * environment kit derives from the tool's own declaration in `app.ts`, so rows and server never disagree. Shared
+ * by the generator, the converter, the example data and tests. Rows without it are pure reasoning tasks.
  */
-export const CALCULATOR_TOOL = {
-  type: 'function',
-  name: 'calculator',
-  description:
-    'Evaluate an arithmetic expression and return its value. Supports + - * / ^, parentheses, sqrt, nthRoot, abs, ' +
-    'exp, log, sin/cos/tan, pi and e. Numbers only: no variables.',
-  parameters: {
-    type: 'object',
-    properties: { expression: { type: 'string', description: 'For example (17 + 5) * 3 or sqrt(2) / 2' } },
-    required: ['expression'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
+export const CALCULATOR_TOOL = createMathEnvironment({ ...DEFAULT_MATH_CONFIG, calculator: true }).toolSchemas[0]!;

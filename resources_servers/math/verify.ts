@@ -9,7 +9,8 @@ import { extractAnswer, type ExtractionStrategy } from './extract.js';
  * row's `expected_answer`. Reward is 1.0 for an equivalent answer, else 0.0; the verdict says why.
  */
 
-export interface MathVerdict {
+// A type alias (not an interface) so it is assignable to the kit's open `VerifyOutcome` record.
+export type MathVerdict = {
   reward: number;
   /** Kept in the row (as the reference's math environments do): a profile can show what was expected next to what came. */
   expected_answer: string;
@@ -20,7 +21,7 @@ export interface MathVerdict {
   answer_found: number;
   /** How many times the trajectory asked for the calculator tool. */
   calculator_calls: number;
-}
+};
 
 export function verifyMath(output: readonly unknown[], expectedAnswer: string, config: MathConfig): MathVerdict {
   const calculatorCalls = output.filter((item) => isRecord(item) && item.type === 'function_call' && item.name === 'calculator').length;

@@ -63,7 +63,9 @@ const MAKERS: Record<TaskType, (int: Int, pick: <T>(list: readonly T[]) => T) =>
     return { question: `Compute (${a} + ${b}) * ${c} - ${d}.`, answer: String((a + b) * c - d) };
   },
   fraction: (int, pick) => {
-    const [a, b, c, d] = [int(1, 9), int(2, 12), int(1, 9), int(2, 12)];
+    const b = int(2, 12);
+    const d = int(2, 12);
+    const [a, c] = [int(1, b - 1), int(1, d - 1)];
     const op = pick(['+', '-'] as const);
     const numerator = op === '+' ? a * d + c * b : a * d - c * b;
     return {
@@ -79,7 +81,7 @@ const MAKERS: Record<TaskType, (int: Int, pick: <T>(list: readonly T[]) => T) =>
   linear: (int) => {
     const a = int(2, 9);
     const x = int(-12, 12);
-    const b = int(-20, 20);
+    const b = int(-20, 20) || 7;
     // Every third-ish equation has a fractional solution: shift c off the multiple of a.
     const c = a * x + b + (int(0, 2) === 0 ? int(1, a - 1) : 0);
     return { question: `Solve for x: ${a}x ${signed(b)} = ${c}.`, answer: latexFraction(c - b, a) };

@@ -46,6 +46,20 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
       return startCounterPlannerService(counterServiceOptions(settings));
     },
   },
+  {
+    name: 'math',
+    displayName: 'math environment',
+    config: 'resources_servers/math/configs/math.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/math/data/example.jsonl',
+    startService: async (settings) => {
+      const brain = stringSetting(settings, 'brain') ?? 'planner';
+      if (brain !== 'planner') {
+        throw new ConfigError(`--env math runs its deterministic solver (examples/math-solver) only; drop --brain ${brain}.`);
+      }
+      return (await import('../../../examples/math-solver/index.js')).startMathSolver();
+    },
+  },
   // Further entries (one per environment, same shape), e.g.:
   //   { name: 'math', displayName: 'math environment', config: 'resources_servers/math/configs/math.yaml',
   //     agentName: 'remote_agent', exampleData: 'resources_servers/math/data/example.jsonl',
