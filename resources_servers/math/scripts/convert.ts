@@ -1,6 +1,7 @@
 import { createReadStream, createWriteStream, renameSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { finished } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { MAX_ANSWER_CHARS } from '../equivalence.js';
 import { extractAnswer } from '../extract.js';
@@ -94,6 +95,8 @@ function pickField(row: Record<string, unknown>, chosen: string | undefined, can
 export async function convertFile(input: string, out: string, options: ConvertOptions = {}): Promise<number> {
   const partial = `${out}.partial`;
   const stream = createWriteStream(partial);
+  // Held so a failed write (a missing directory, a full disk) surfaces in `finished` instead of as an uncaught event.
+  stream.on('error', () => undefined);
   const lines = createInterface({ input: createReadStream(input), crlfDelay: Infinity });
   let lineNumber = 0;
   let rows = 0;
@@ -114,17 +117,21 @@ export async function convertFile(input: string, out: string, options: ConvertOp
         if (err instanceof ConvertError) throw new ConvertError(`${input}:${lineNumber}: ${err.message}`);
         throw err;
       }
+      if (stream.errored) throw stream.errored;
       if (!stream.write(`${JSON.stringify(converted)}\n`)) await once(stream, 'drain');
       rows++;
     }
     stream.end();
-    await once(stream, 'finish');
+    await finished(stream);
     renameSync(partial, out);
     return rows;
   } catch (err) {
     stream.destroy();
+    await finished(stream).catch(() => undefined);
     rmSync(partial, { force: true });
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ConvertError(`cannot read ${input}: no such file`);
+    const failed = err as NodeJS.ErrnoException;
+    if (failed.code === 'ENOENT' && failed.path === input) throw new ConvertError(`cannot read ${input}: no such file`);
+    if (failed.code && failed.path) throw new ConvertError(`cannot write ${failed.path} (${failed.code}): check that the --out directory exists and is writable`);
     throw err;
   } finally {
     lines.close();
