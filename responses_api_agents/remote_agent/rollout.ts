@@ -18,7 +18,8 @@ import type { ServiceClient } from './service-client.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
- * the service, verify on the same session, and return `{...row, ...verifyResult}`. Every failure becomes a
+ * the service, verify on the same session, and return the verify response as the result (decision C4: not merged
+ * with the row, so an environment may leave fields such as answer keys out; the collector adds its stamps). Every failure becomes a
  * reward-0 row (remote-agent-cases.md §0.1) whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
  */
@@ -122,7 +123,7 @@ async function seedLoopVerify(
     '/verify on the resources server failed: ',
     ctx.environment.verify({ ...row, response }, envJar, budget),
   );
-  return { ...row, ...verified };
+  return verified;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {

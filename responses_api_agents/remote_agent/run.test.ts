@@ -105,7 +105,8 @@ describe('I. Gym-side failures', () => {
       const result = await h.run(basicRow('q', { dataset_extra: 7 }));
       assert.equal(result.reward, 0.5);
       assert.equal(result.grading_notes, 'half right');
-      assert.equal(result.dataset_extra, 7);
+      // C4: the result is the verify response; a row field the environment did not echo stays out.
+      assert.equal(result.dataset_extra, undefined);
       assert.equal(result._ng_failure_class, undefined);
     } finally {
       await h.close();

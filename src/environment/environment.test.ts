@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { placeholderResponse } from '../contract.js';
 import { request, type HttpResponse } from '../http/client.js';
+import { eventually } from '../env/testing-fixtures.js';
 import { CookieJar } from '../http/cookies.js';
 import { defineEnvironment, serveEnvironment, ToolError, z, type RunningEnvironment } from './index.js';
 
@@ -86,15 +87,6 @@ function verifyBody(expected: string[], extra: Record<string, unknown> = {}) {
   return { responses_create_params: { input: 'take notes' }, response: placeholderResponse(), expected_notes: expected, owner: 'dana', ...extra };
 }
 
-/** Poll `condition` until it holds or `ms` pass (no sleep-as-synchronisation). */
-async function eventually(condition: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe('environment kit', () => {
   const disposed: Notebook[] = [];
   let env: RunningEnvironment;
@@ -154,7 +146,7 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'x' }, jar);
     const before = disposed.length;
     await post(env, '/verify', verifyBody(['x']), jar);
-    await eventually(() => disposed.length === before + 1);
+    await eventually(() => disposed.length === before + 1, 3_000, 'the verified state is disposed');
     assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn' });
 
     const late = await post(env, '/add_note', { text: 'y' }, jar);
@@ -219,7 +211,7 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'old' }, jar);
     const before = disposed.length;
     await post(env, '/seed_session', { owner: 'kim' }, jar);
-    await eventually(() => disposed.length === before + 1);
+    await eventually(() => disposed.length === before + 1, 3_000, 'the replaced state is disposed');
     assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo' });
     assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'kim', notes: [] });
   });
@@ -249,7 +241,7 @@ describe('environment kit: session lifetime', () => {
       const jar = new CookieJar();
       await post(env, '/seed_session', { owner: 'abandoned' }, jar);
       assert.equal(env.server.sessions.size, 1);
-      await eventually(() => disposed.length === 1);
+      await eventually(() => disposed.length === 1, 3_000, 'the idle session expires and is disposed');
       assert.equal(disposed[0]!.owner, 'abandoned');
       assert.equal(env.server.sessions.size, 0);
       const res = await post(env, '/read_notes', {}, jar);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { startCounterPlannerService, type StartedService } from '../../../examples/counter-planner/index.js';
 import { UsageError } from '../../errors.js';
@@ -73,5 +75,26 @@ describe('gym agent check <url>', () => {
     await assert.rejects(agentCheck(command([service.url], ['+timout_secs=5'])), (err) => err instanceof UsageError && /Did you mean \+timeout_secs\?/.test(err.message));
     await assert.rejects(agentCheck(command([service.url], ['+timeout_secs=0'])), (err) => err instanceof UsageError && /seconds > 0/.test(err.message));
     await assert.rejects(agentCheck(command([service.url], ['+max_steps=2.5'])), (err) => err instanceof UsageError && /integer ≥ 1/.test(err.message));
+  });
+
+  test('--rows FILE (+rows) probes with the rows; the real command line exits 0 and reports row-probes', async () => {
+    const rows = fileURLToPath(new URL('../../../../resources_servers/example_session_state_mgmt/data/example.jsonl', import.meta.url));
+    const inProcess = await run(command([service.url], [`+rows=${rows}`, '+max_rows=2']));
+    assert.equal(inProcess.code, 0, inProcess.out);
+    assert.match(inProcess.out, /^PASS  row-probes +2 rows: 2 asked for declared tools with matching arguments, 0 answered\.$/m);
+
+    const gym = fileURLToPath(new URL('../../../../bin/gym.js', import.meta.url));
+    const cli = await new Promise<{ code: number; stdout: string }>((resolve) => {
+      execFile(process.execPath, [gym, 'agent', 'check', service.url, '--rows', rows], (err, stdout) =>
+        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout }),
+      );
+    });
+    assert.equal(cli.code, 0, cli.stdout);
+    assert.match(cli.stdout, /^PASS  row-probes +5 rows: 5 asked/m);
+    assert.match(cli.stdout, /^Summary: 14 passed, 0 warnings, 0 failed, 2 skipped\./m);
+  });
+
+  test('--rows with a missing file is a config error naming it', async () => {
+    await assert.rejects(agentCheck(command([service.url], ['+rows=/no/such/rows.jsonl'])), /--rows \/no\/such\/rows\.jsonl: no such file/);
   });
 });

@@ -1,5 +1,6 @@
 import { normalizeAgentBaseUrl } from '../../../responses_api_agents/remote_agent/config.js';
 import { runAgentCheck } from '../../check/agent-check.js';
+import { DEFAULT_MAX_ROWS, loadRowProbes } from '../../check/row-probes.js';
 import { formatReport } from '../../check/format.js';
 import { closeMatches } from '../../config/did-you-mean.js';
 import { parseOverrideValue } from '../../config/override-grammar.js';
@@ -12,6 +13,10 @@ const SETTINGS = {
   timeout_secs: 60,
   max_steps: 8,
   verbose: false,
+  /** A dataset JSONL whose rows are the probes (`--rows`); empty: the counter conversations. */
+  rows: '',
+  /** With rows: probe at most this many (the first ones). */
+  max_rows: DEFAULT_MAX_ROWS,
 };
 type Settings = typeof SETTINGS;
 
@@ -37,9 +42,11 @@ export async function agentCheck(cmd: ParsedCommand, io: AgentCheckIo = process)
     throw err;
   }
   const settings = readSettings(cmd.overrides);
+  const rows = settings.rows ? await loadRowProbes(settings.rows, settings.max_rows) : undefined;
   const report = await runAgentCheck(baseUrl, {
     timeoutMs: settings.timeout_secs * 1000,
     maxSteps: settings.max_steps,
+    ...(rows ? { rows } : {}),
   });
   io.stdout.write(settings.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return report.ok ? 0 : 1;
@@ -65,11 +72,13 @@ function readSettings(overrides: readonly string[]): Settings {
       value = text;
     }
     const name = key as keyof Settings;
-    if (typeof SETTINGS[name] === 'boolean') {
+    if (typeof SETTINGS[name] === 'string') {
+      (settings as Record<string, unknown>)[name] = text;
+    } else if (typeof SETTINGS[name] === 'boolean') {
       if (typeof value !== 'boolean') throw new UsageError(`+${key} must be true or false, got '${text}'.`);
       (settings as Record<string, unknown>)[name] = value;
     } else {
-      const isCount = name === 'max_steps';
+      const isCount = name === 'max_steps' || name === 'max_rows';
       const ok = typeof value === 'number' && Number.isFinite(value) && value > 0 && (!isCount || Number.isInteger(value));
       if (!ok) throw new UsageError(`+${key} must be ${isCount ? 'an integer ≥ 1' : 'a number of seconds > 0'}, got '${text}'.`);
       (settings as Record<string, unknown>)[name] = value;
