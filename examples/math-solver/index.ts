@@ -1,23 +1,14 @@
-import { serve } from '../../src/service/index.js';
+import { serve, type RunningService, type ServeOptions } from '../../src/service/index.js';
 import { createMathSolver } from './solver.js';
 
 export { createMathSolver, planMathTask } from './solver.js';
 
 export const MATH_SOLVER_BRAIN = 'math-solver (deterministic, no model)';
 
-export interface MathSolverOptions {
-  /** Default 0 (a free port). */
-  port?: number;
-  /** Default 127.0.0.1. */
-  host?: string;
-  log?: (line: string) => void;
-}
+/** Where to listen (default 127.0.0.1 on a free port) and where request failures are logged. */
+export type MathSolverOptions = Pick<ServeOptions, 'port' | 'host' | 'log'>;
 
-export interface StartedMathSolver {
-  url: string;
-  brainName: string;
-  close(): Promise<void>;
-}
+export type StartedMathSolver = RunningService & { brainName: string };
 
 /** The math solver as an agent service: what `gym quickstart --env math` starts. */
 export async function startMathSolver(options: MathSolverOptions = {}): Promise<StartedMathSolver> {
@@ -27,5 +18,5 @@ export async function startMathSolver(options: MathSolverOptions = {}): Promise<
     brainName: MATH_SOLVER_BRAIN,
     ...(options.log ? { log: options.log } : {}),
   });
-  return { url: service.url, brainName: MATH_SOLVER_BRAIN, close: service.close };
+  return { ...service, brainName: MATH_SOLVER_BRAIN };
 }

@@ -1,6 +1,6 @@
 import { evaluateSafe, parseSafe, type ComplexValue, type SafeExpression } from './expression.js';
 import { latexToExpression } from './latex.js';
-import { seededRandom } from './random.js';
+import { seededRandom } from '../../src/seeded-random.js';
 
 /**
  * Is a model's answer the expected one? In order: the same text after normalising notation (`string_equal`); the

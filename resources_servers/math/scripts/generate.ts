@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
-import { seededRandom } from '../random.js';
+import { seededRandom } from '../../../src/seeded-random.js';
 import { CALCULATOR_TOOL } from '../tools.js';
 
 /**

@@ -1,6 +1,7 @@
 /**
- * mulberry32: a tiny seeded generator, identical on every platform — the generator's rows and the verifier's
- * sample points are the same on every run and every machine.
+ * mulberry32: a tiny seeded generator, identical on every platform — for data generators (the same seed writes the
+ * same rows) and for verifiers that sample (the math environment's points), so results are the same on every run and
+ * every machine.
  */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
