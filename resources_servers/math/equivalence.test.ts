@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { seededRandom } from '../../src/seeded-random.js';
 import { compareAnswers, normalizeAnswer, plainNumber, type MatchReason } from './equivalence.js';
+import { extractAnswer } from './extract.js';
 import { LatexError, latexToExpression } from './latex.js';
 
 function expectMatch(answer: string, expected: string, reason: MatchReason): void {
@@ -179,11 +181,31 @@ describe('answer equivalence: hostile and unreadable input', () => {
     expectMismatch(`\\sqrt{${'\\sqrt{'.repeat(300)}2${'}'.repeat(301)}`, '1');
     expectMismatch(`${'('.repeat(400)}1${')'.repeat(400)}`, '1');
     expectMismatch(`${'\\frac{1}{'.repeat(100)}2${'}'.repeat(100)}`, '1');
+    expectMismatch(`${'\\sqrt'.repeat(150)}2`, '1');
+    expectMismatch(`${'\\sin'.repeat(200)}x`, '1');
     expectMismatch('a+b+c+d+f+g+h+j', 'j+h+g+f+d+c+b+a + 1');
     expectMismatch('9^9^9^9^9', '1');
     expectMismatch(`${'1,'.repeat(400)}1`, '1');
     // Within the bounds, nesting still works.
     expectMatch(`${'{'.repeat(20)}\\frac{1}{2}${'}'.repeat(20)}`, '0.5', 'numeric_equal');
+  });
+});
+
+describe('answer equivalence: seeded fuzz', () => {
+  const FUZZ_SEED = 1234;
+  const PIECES = ['\\frac', '\\sqrt', '\\boxed', '\\left(', '\\right)', '\\text{', '{', '}', '(', ')', '[', ']', '^', '_', '|', ',',
+    '=', '%', '\\%', '$', '1', '2.5', '-', '+', '*', '/', 'x', 'y', 'e', 'i', 'pi', '\\pi', '\\cdot', ' ', '\\', '∞', '½', '−', '\\sin', 'sqrt('];
+  it(`never throws on random token soup (seed ${FUZZ_SEED}), and a text always equals itself`, { timeout: 30_000 }, () => {
+    const random = seededRandom(FUZZ_SEED);
+    for (let i = 0; i < 3_000; i++) {
+      let text = '';
+      const length = 1 + Math.floor(random() * 40);
+      for (let j = 0; j < length; j++) text += PIECES[Math.floor(random() * PIECES.length)];
+      const verdict = compareAnswers(text, '1');
+      assert.ok(typeof verdict.equal === 'boolean', text);
+      if (normalizeAnswer(text) !== '') assert.equal(compareAnswers(text, text).equal, true, text);
+      extractAnswer(text);
+    }
   });
 });
 
@@ -205,5 +227,7 @@ describe('LaTeX reader', () => {
     assert.throws(() => latexToExpression('\\{1,2\\}'), /sets/);
     assert.throws(() => latexToExpression('\\frac{1}'), /missing|argument/);
     assert.throws(() => latexToExpression(`${'{'.repeat(100)}1${'}'.repeat(100)}`), /deeper than 64/);
+    assert.throws(() => latexToExpression(`${'\\sqrt'.repeat(100)}2`), /deeper than 64/);
+    assert.equal(latexToExpression('\\sqrt\\sqrt{16}'), 'sqrt(sqrt(16))');
   });
 });

@@ -238,6 +238,8 @@ class Reader {
    * whole signed number (`2^10`, `x^-1`).
    */
   argument(depth: number): string {
+    // Commands nest through their arguments without braces (`\sqrt\sqrt\sqrt2`): the same bound as groups.
+    if (depth > MAX_NESTING) throw new LatexError(`groups nest deeper than ${MAX_NESTING} levels`);
     this.skipSpaces();
     const token = this.tokens[this.position];
     if (!token) throw new LatexError('an argument is missing at the end');
