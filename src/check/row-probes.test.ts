@@ -8,7 +8,8 @@ import { startCounterPlannerService, type StartedService } from '../../examples/
 import { defineEnvironment, z } from '../environment/index.js';
 import { isGymError } from '../errors.js';
 import { finalAnswer, functionCall, reply, startScriptedService, toolAsk, type ServiceHandler } from '../testing/index.js';
-import { CHECKS, ROW_PROBES_CHECK, runAgentCheck, type AgentCheckReport, type CheckStatus } from './agent-check.js';
+import { CHECKS, ROW_PROBES_CHECK, runAgentCheck, type AgentCheckReport } from './agent-check.js';
+import { assertCheck } from './report-assertions.js';
 import { loadRowProbes } from './row-probes.js';
 
 /**
@@ -18,18 +19,6 @@ import { loadRowProbes } from './row-probes.js';
  */
 
 const COUNTER_ROWS = fileURLToPath(new URL('../../../resources_servers/example_session_state_mgmt/data/example.jsonl', import.meta.url));
-
-function statusOf(report: AgentCheckReport, name: string): { status: CheckStatus; detail: string } {
-  const found = report.checks.find((c) => c.name === name);
-  assert.ok(found, `no check named ${name}`);
-  return found;
-}
-
-function assertCheck(report: AgentCheckReport, name: string, status: CheckStatus, detail?: RegExp): void {
-  const found = statusOf(report, name);
-  assert.equal(found.status, status, `${name}: ${found.detail}`);
-  if (detail) assert.match(found.detail, detail);
-}
 
 /** A rows file of one environment's tools (from the kit's JSON schemas) and the given prompts. */
 function writeRows(rows: unknown[]): string {

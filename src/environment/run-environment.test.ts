@@ -19,23 +19,23 @@ import { appendFileSync } from 'node:fs';
 import { defineEnvironment, runEnvironment, z } from ${JSON.stringify(KIT_URL)};
 void runEnvironment((ctx) => defineEnvironment({
   name: 'ledger',
-  createState: () => ({ id: Math.random().toString(36).slice(2) }),
+  createState: () => ({}),
   tools: (tool) => ({
     ${JSON.stringify(toolName)}: tool({ description: 'The configured greeting.', input: z.object({}), run: () => ({ greeting: ctx.instance.config.greeting }) }),
   }),
   verify: () => ({ reward: 1 }),
-  dispose: async (state) => {
+  dispose: async (_state, reason) => {
     await new Promise((resolve) => setTimeout(resolve, 10));
-    appendFileSync(String(ctx.instance.config.disposals), state.id + '\\n');
+    appendFileSync(String(ctx.instance.config.disposals), reason + '\\n');
   },
 }));
 `;
 }
 
-async function startLedger(toolName: string) {
+async function startLedger(toolName: string, config: Record<string, unknown> = {}) {
   const disposals = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsgym-ledger-')), 'disposals.txt');
   writeFileSync(disposals, '');
-  const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', { greeting: 'hello from the config', disposals });
+  const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', { greeting: 'hello from the config', disposals, ...config });
   return { ...proc, disposals };
 }
 
@@ -52,7 +52,7 @@ describe('runEnvironment in a server process', () => {
 
       proc.child.kill('SIGTERM');
       assert.equal(await proc.exited, 0, proc.output().stderr);
-      assert.equal(readFileSync(proc.disposals, 'utf8').trim().split('\n').length, 2, 'both sessions were disposed before exit');
+      assert.deepEqual(readFileSync(proc.disposals, 'utf8').trim().split('\n'), ['shutdown', 'shutdown'], 'both sessions were disposed before exit');
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -65,6 +65,27 @@ describe('runEnvironment in a server process', () => {
       const { stderr } = proc.output();
       assert.match(stderr, /^Error: environment 'ledger', tool 'verify': the name is reserved by the resources server/);
       assert.doesNotMatch(stderr, /\n\s+at /);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+
+  it('expires a session abandoned by a killed collector after the configured session_idle_timeout_secs', async () => {
+    const proc = await startLedger('greet', { session_idle_timeout_secs: 0.2 });
+    try {
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), 10_000, 'the server prints its listening line');
+      await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }); // and never verified
+      await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', 10_000, 'the idle session is disposed as expired');
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+
+  it('exits 1 naming the key when max_sessions in the config is not a count', async () => {
+    const proc = await startLedger('greet', { max_sessions: 'lots' });
+    try {
+      assert.equal(await proc.exited, 1);
+      assert.match(proc.output().stderr, /^Error: ledger\.resources_servers\.ledger\.max_sessions must be an integer ≥ 1, got "lots"\./);
     } finally {
       proc.child.kill('SIGKILL');
     }
