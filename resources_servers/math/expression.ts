@@ -1,4 +1,4 @@
-import { parse, type MathNode } from 'mathjs';
+import { parse, type EvalFunction, type MathNode } from 'mathjs';
 
 /**
  * Safe arithmetic and algebra on text that came from a model: mathjs parses the expression, then a whitelist walk
@@ -129,6 +129,9 @@ function nestingDepth(text: string): number {
   return deepest;
 }
 
+/** Compiled once per tree: a symbolic check evaluates the same expression at several points. */
+const compiled = new WeakMap<MathNode, EvalFunction>();
+
 /**
  * Evaluate a checked expression with every variable bound (a missing binding is an error, never a mathjs
  * built-in). NaN and infinities come back as they are: the caller decides what they mean.
@@ -141,7 +144,9 @@ export function evaluateSafe(expression: SafeExpression, scope: Record<string, n
   for (const name of expression.variables) bound.set(name, scope[name]!);
   let value: unknown;
   try {
-    value = expression.node.compile().evaluate(bound);
+    let code = compiled.get(expression.node);
+    if (!code) compiled.set(expression.node, (code = expression.node.compile()));
+    value = code.evaluate(bound);
   } catch (err) {
     throw new ExpressionError(`cannot evaluate the expression: ${err instanceof Error ? err.message : String(err)}`);
   }
