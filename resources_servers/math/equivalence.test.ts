@@ -147,6 +147,8 @@ describe('answer equivalence: expressions and LaTeX', () => {
     assert.equal(normalizeAnswer('**42**'), '42');
     assert.equal(normalizeAnswer('\\(x+1\\)'), 'x+1');
     expectMatch('\\[\\dfrac{3}{4}\\]', '0.75', 'numeric_equal');
+    expectMatch('\\boxed{\\frac{1}{2}}', '0.5', 'numeric_equal');
+    expectMatch('$\\boxed{12}$', '12', 'string_equal');
   });
 });
 

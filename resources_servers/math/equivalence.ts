@@ -114,13 +114,15 @@ function compareLists(left: ListItems, right: ListItems, tolerance: Tolerance): 
 }
 
 /**
- * Notation that never changes a value: math delimiters, `\left`/`\right`, spacing, `\dfrac`, degree marks, dollar
+ * Notation that never changes a value: math delimiters, a `\boxed{…}` wrapper, `\left`/`\right`, spacing, `\dfrac`, degree marks, dollar
  * signs, a trailing period, markdown bold, unicode minus/times/fractions, and `\text{…}` units after a number.
  */
 export function normalizeAnswer(raw: string): string {
   let text = raw.trim().slice(0, MAX_ANSWER_CHARS);
   text = text.replace(/\*\*/g, '').replace(/^`+|`+$/g, '').trim();
   text = text.replace(/^\\\[|\\\]$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\$+|\$+$/g, '').trim();
+  // An answer found by another strategy may still be wrapped: `Answer: \boxed{5}`.
+  text = text.replace(/^\\(?:boxed|fbox)\s*\{(.*)\}$/s, '$1').trim();
   text = text.replace(/[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]/g, (ch) => ` ${VULGAR_FRACTIONS[ch]!}`);
   text = text.replace(/[−–—×·⋅÷π∞√\u00a0\u2009\u202f]/g, (ch) => UNICODE_SYMBOLS[ch]!);
   text = text.replace(/\\[dtc]frac/g, '\\frac').replace(/\\(?:displaystyle|textstyle|left|right)(?![A-Za-z])\.?/g, '');
