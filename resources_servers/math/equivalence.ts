@@ -114,8 +114,9 @@ function compareLists(left: ListItems, right: ListItems, tolerance: Tolerance): 
 }
 
 /**
- * Notation that never changes a value: math delimiters, a `\boxed{…}` wrapper, `\left`/`\right`, spacing, `\dfrac`, degree marks, dollar
- * signs, a trailing period, markdown bold, unicode minus/times/fractions, and `\text{…}` units after a number.
+ * Notation that never changes a value: math delimiters, a `\boxed{…}` wrapper, `\left`/`\right`, spacing,
+ * `\dfrac`, degree marks, dollar signs, a trailing period, markdown bold, unicode minus/times/fractions, and
+ * `\text{…}` units after a number.
  */
 export function normalizeAnswer(raw: string): string {
   let text = raw.trim().slice(0, MAX_ANSWER_CHARS);
