@@ -1,8 +1,8 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
+import { seededRandom } from '../../../src/seeded-random.js';
 import { COUNTER_TOOLS } from '../tools.js';
-import { mulberry32 } from '../../seeded-random.js';
 
 /**
  * Synthetic counter tasks in the shape of `data/example.jsonl`, for load tests and benchmarks:
@@ -23,7 +23,7 @@ export interface CounterRow {
 
 /** The JSON lines (without newline), one per row, in order. */
 export function* counterRowLines(rows: number, seed: number): Generator<string> {
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   const int = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));
   for (let i = 0; i < rows; i++) {
     const initial = int(0, 100);

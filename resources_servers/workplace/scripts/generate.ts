@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { addDays, addMinutes, weekdayOf, type CalendarEvent, type Contact, type Email, type Office, type Task } from '../office.js';
 import { WORKPLACE_TOOLS } from '../app.js';
 import type { ExpectedChange } from '../verify.js';
-import { mulberry32 } from '../../seeded-random.js';
+import { seededRandom } from '../../../src/seeded-random.js';
 
 /**
  * Seeded workplace tasks of graded difficulty:
@@ -448,7 +448,7 @@ function buildRow(taskId: string, plan: readonly SubtaskKind[], random: Random):
 
 /** `rows` rows from `seed`; difficulty `difficulty` for all, or cycling 1..5 when it is undefined. */
 export function generateRows(rows: number, seed: number, difficulty?: number): WorkplaceRow[] {
-  const random = new Random(mulberry32(seed));
+  const random = new Random(seededRandom(seed));
   return Array.from({ length: rows }, (_, i) => {
     const level = difficulty ?? 1 + (i % 5);
     return buildRow(`workplace-${seed}-${String(i + 1).padStart(4, '0')}`, planFor(level, random), random);
@@ -467,7 +467,7 @@ export const EXAMPLE_PLANS: SubtaskKind[][] = [
 ];
 
 export function exampleRows(seed: number): WorkplaceRow[] {
-  const random = new Random(mulberry32(seed));
+  const random = new Random(seededRandom(seed));
   return EXAMPLE_PLANS.map((plan, i) => buildRow(`workplace-example-${i + 1}`, plan, random));
 }
 

@@ -52,18 +52,37 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     config: 'resources_servers/workplace/configs/workplace.yaml',
     agentName: 'remote_agent',
     exampleData: 'resources_servers/workplace/data/example.jsonl',
-    startService: async () => (await import('../../../examples/workplace-solver/index.js')).startWorkplaceSolverService(),
+    startService: async (settings) => {
+      plannerOnly(settings, 'workplace', 'examples/workplace-solver');
+      return (await import('../../../examples/workplace-solver/index.js')).startWorkplaceSolverService();
+    },
   },
-  // Further entries (one per environment, same shape), e.g.:
-  //   { name: 'math', displayName: 'math environment', config: 'resources_servers/math/configs/math.yaml',
-  //     agentName: 'remote_agent', exampleData: 'resources_servers/math/data/example.jsonl',
-  //     startService: async () => (await import('../../../examples/math-solver/index.js')).startMathSolver() },
+  {
+    name: 'math',
+    displayName: 'math environment',
+    config: 'resources_servers/math/configs/math.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/math/data/example.jsonl',
+    startService: async (settings) => {
+      plannerOnly(settings, 'math', 'examples/math-solver');
+      return (await import('../../../examples/math-solver/index.js')).startMathSolver();
+    },
+  },
+  // Further environments: one entry each, same shape.
 ];
 
 export const DEFAULT_QUICKSTART_ENVIRONMENT = 'counter';
 
 export function findQuickstartEnvironment(name: string): QuickstartEnvironment | undefined {
   return QUICKSTART_ENVIRONMENTS.find((entry) => entry.name === name);
+}
+
+/** Environments whose quickstart runs a deterministic solver refuse a model brain rather than ignore it. */
+function plannerOnly(settings: GlobalConfig, env: string, solver: string): void {
+  const brain = stringSetting(settings, 'brain') ?? 'planner';
+  if (brain !== 'planner') {
+    throw new ConfigError(`--env ${env} runs its deterministic solver (${solver}) only; drop --brain ${brain}.`);
+  }
 }
 
 /** The counter service's brain from `--brain` (planner, offline by default; claude; openai with its model flags). */
