@@ -1,4 +1,5 @@
 import { TextDecoder } from 'node:util';
+import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { validateResponse, type ResponseObject } from '../../src/contract.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import {
@@ -133,8 +134,12 @@ export class ServiceClient {
     let value: unknown;
     try {
       text = strictUtf8.decode(res.body);
-      value = JSON.parse(text);
+      value = parseBoundedJson(text);
     } catch (err) {
+      // Valid JSON too deep to hold is an invalid Responses object, classed as any other (D19).
+      if (err instanceof JsonTooDeep) {
+        throw new TerminalRolloutError('REMOTE_INVALID_RESPONSE', `remote service returned an invalid Responses API object: ${err.message}`);
+      }
       const reason = err instanceof TypeError ? 'the body is not valid UTF-8' : (err as Error).message;
       throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${reason}`);
     }

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
+import { parseBoundedJson } from '../bounded-json/index.js';
 import { GymError } from '../errors.js';
 import type { CookieJar } from './cookies.js';
 
@@ -47,6 +48,7 @@ export interface HttpResponse {
   /** `Set-Cookie` header values of this response. */
   setCookies: string[];
   text(): string;
+  /** The body parsed as JSON, nesting bounded (throws `JsonTooDeep` or the parser's `SyntaxError`). */
   json(): unknown;
 }
 
@@ -216,7 +218,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
       body: payload,
       setCookies,
       text: () => (decoded ??= payload.toString('utf8')),
-      json: () => JSON.parse((decoded ??= payload.toString('utf8'))),
+      json: () => parseBoundedJson((decoded ??= payload.toString('utf8'))),
     };
   } finally {
     clearTimeout(timer);
@@ -297,6 +299,8 @@ export interface InternalCallOptions {
   jsonText?: string | Buffer;
   jar?: CookieJar;
   timeoutMs: number;
+  /** Bound on the reply body (D14); unbounded when unset. */
+  maxBodyBytes?: number;
   /** Total attempts for connection-class failures (D12: bounded, never forever). */
   attempts?: number;
   signal?: AbortSignal;
