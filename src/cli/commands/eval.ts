@@ -67,7 +67,11 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
     const agents = agentDirectoryFromConfig(local, `the environment started from ${describeConfigPaths(local)}`);
     const serverDied = environment.done.then((reason) => {
       if (reason.kind === 'server_exited') {
-        throw new ConfigError(`Server '${reason.name}' exited during collection; the rollouts so far are on disk. Fix it and rerun with --resume.`, 'GYM_SERVER_EXITED');
+        throw new ConfigError(
+          `Server '${reason.name}' kept exiting during collection (a crash loop: ${reason.restarts} restart(s) did not keep it up; ` +
+            `see ${reason.logFile}); the rollouts so far are on disk. Fix it and rerun with --resume.`,
+          'GYM_SERVER_EXITED',
+        );
       }
       return new Promise<never>(() => {});
     });
