@@ -27,6 +27,8 @@ export interface CollectionConfig {
   disableAggregation: boolean;
   /** Deadline for one `/run` exchange with an agent. */
   runTimeoutMs: number;
+  /** How long dispatch waits for an agent whose connections are refused before giving up (D20). */
+  agentUnreachableWaitMs: number;
   head: HeadServerAddress;
 }
 
@@ -34,6 +36,8 @@ export const DEFAULT_CONCURRENCY = 64;
 /** Longer than the remote agent's own `run_timeout_secs` (2100 s), so the agent reports its timeouts itself. */
 export const DEFAULT_RUN_REQUEST_TIMEOUT_SECS = 3600;
 export const DEFAULT_MAX_ROLLOUT_ATTEMPTS = 3;
+/** How long a collection waits for an agent that refuses connections (a crashed server being restarted). */
+export const DEFAULT_AGENT_UNREACHABLE_WAIT_SECS = 60;
 
 /** Reference keys tsgym does not implement: refusing beats silently ignoring them. */
 const UNSUPPORTED_KEYS = ['prompt_config', 'skills', 'rollout_collection_driver'] as const;
@@ -118,6 +122,13 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
       'GYM_CONFIG_VALUE',
     );
   }
+  const unreachableWait = config.agent_unreachable_wait_secs ?? DEFAULT_AGENT_UNREACHABLE_WAIT_SECS;
+  if (typeof unreachableWait !== 'number' || !(unreachableWait > 0) || !Number.isFinite(unreachableWait)) {
+    throw new ConfigError(
+      `Config value 'agent_unreachable_wait_secs' must be a number of seconds > 0, got ${JSON.stringify(unreachableWait)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
   const limit = optionalInt(config, 'limit', 0);
   const concurrency = optionalInt(config, 'num_samples_in_parallel', 0);
   return {
@@ -133,6 +144,7 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
     overwrite: bool(config, 'overwrite'),
     disableAggregation: bool(config, 'disable_aggregation'),
     runTimeoutMs: timeout * 1000,
+    agentUnreachableWaitMs: unreachableWait * 1000,
     head: headServerAddress(config),
   };
 }

@@ -293,6 +293,26 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
 export const isConnectError = (err: unknown): boolean =>
   err instanceof HttpTransportError && err.kind === 'connect';
 
+/** Failures that happen while opening the connection: the request cannot have reached the server. */
+const NEVER_DELIVERED_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * True when the request certainly never reached the server (the connection was refused or never opened). A reset
+ * or a socket closed later is not: the server may have received the request and started on it.
+ */
+export function neverDelivered(err: unknown): boolean {
+  if (!(err instanceof HttpTransportError) || err.kind !== 'connect') return false;
+  const code = errorCode(err.cause);
+  return code !== undefined && NEVER_DELIVERED_CODES.has(code);
+}
+
 export interface InternalCallOptions {
   /** JSON body; without one (and without `jsonText`) the call is a GET. */
   json?: unknown;

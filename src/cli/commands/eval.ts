@@ -36,7 +36,7 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const { agentDirectoryFromHead } = await agentLookup();
     const agents = await agentDirectoryFromHead(config.head);
     const { collectRollouts } = await collecting();
-    return collectRollouts({ config, agents, io: collectIO() });
+    return collectRollouts({ config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
   }
   return runWithEnvironment(cmd);
 }
@@ -76,12 +76,22 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
       return new Promise<never>(() => {});
     });
     serverDied.catch(() => undefined); // a late death (after the race is decided) must not crash the process
-    return await Promise.race([collectRollouts({ config, agents, io: collectIO(), signal: abort.signal }), serverDied]);
+    return await Promise.race([collectRollouts({ config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() }), serverDied]);
   } finally {
     await environment?.stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** This very command line with resume switched on, shell-quoted, for messages that end a run early. */
+function resumeCommandLine(): string {
+  const args = process.argv.slice(2);
+  const resuming = args.some((arg) => arg === '--resume' || /^\+*resume_from_cache=true$/.test(arg));
+  const quoted = [...args.filter((arg) => arg !== '++overwrite=true' && arg !== '+overwrite=true'), ...(resuming ? [] : ['+resume_from_cache=true'])].map(
+    (arg) => (/^[\w@%+=:,./[\]-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`),
+  );
+  return `gym ${quoted.join(' ')}`;
 }
 
 function describeConfigPaths(config: GlobalConfig): string {
