@@ -5,7 +5,9 @@
  * pauses), one probe loop per outage polls the agent (`GET /`, any HTTP answer counts) and the waiting jobs are
  * re-sent the moment it answers. An agent that stays away longer than `agent_unreachable_wait_secs` (default 60 s)
  * is given up: its waiting jobs come back *undelivered* — recorded nowhere, so the rows stay unattempted for a
- * resume — and the collector stops dispatching, finishes what is in flight and exits non-zero.
+ * resume — and the collector stops dispatching, finishes what is in flight and exits non-zero. A connection lost
+ * mid-call also closes the gate until a probe answers (the call itself was delivered and is a failure row), so the
+ * next job is not sent down a pooled socket to a process that just died.
  */
 import { answers } from '../env/readiness.js';
 import { delay } from '../http/client.js';

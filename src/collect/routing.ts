@@ -106,6 +106,11 @@ export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number, rea
           reachability.reportUnreachable(job.agent, (err as Error).message);
           continue;
         }
+        // A connection lost mid-call: the agent may have died. Later jobs wait at the gate until a probe on a fresh
+        // connection answers, so none is sent down a pooled socket to the dead process (and failed for it).
+        if (err instanceof HttpTransportError && (err.kind === 'connect' || err.kind === 'body_read')) {
+          reachability.reportUnreachable(job.agent, err.message);
+        }
         return fail(transportProblem(err, job.agent, url, timeoutMs));
       }
     }
