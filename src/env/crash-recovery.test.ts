@@ -15,10 +15,7 @@ import { startCounterPlannerService, type StartedService } from '../../examples/
 import { counterRowLines } from '../../resources_servers/example_session_state_mgmt/scripts/generate.js';
 import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../collect/cli-harness.js';
 import { findFreePort } from '../config/index.js';
-import { request } from '../http/client.js';
-import type { InstanceRecord } from '../server/head-server.js';
-import { waitUntilAnswering } from './readiness.js';
-import { eventually, isAlive, processesWithMarker } from './testing-fixtures.js';
+import { eventually, isAlive, processesWithMarker, serverInstances, waitForEnvironment } from './testing-fixtures.js';
 
 const ROWS = 400;
 const CONCURRENCY = 16;
@@ -31,10 +28,6 @@ after(async () => {
   await environment?.result;
   await service?.close();
 });
-
-async function instances(headPort: number): Promise<InstanceRecord[]> {
-  return (await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
-}
 
 test('SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once', { timeout: 60_000 }, async (t) => {
   service = await startCounterPlannerService();
@@ -53,12 +46,8 @@ test('SIGKILL of the agent server mid-collection: restarted in place, the run co
     ],
     { cwd: dir, env },
   );
-  const ready = new AbortController();
-  const deadline = setTimeout(() => ready.abort(), 20_000);
-  assert.ok(await waitUntilAnswering(`http://127.0.0.1:${headPort}`, { signal: ready.signal }), environment.stderr());
-  for (const instance of await instances(headPort)) assert.ok(await waitUntilAnswering(instance.url, { signal: ready.signal }));
-  clearTimeout(deadline);
-  const agentBefore = (await instances(headPort)).find((i) => i.process_name === 'remote_agent')!;
+  await waitForEnvironment(headPort);
+  const agentBefore = (await serverInstances(headPort)).find((i) => i.process_name === 'remote_agent')!;
 
   const args = ['eval', 'run', '--no-serve', '-a', 'remote_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `+num_samples_in_parallel=${CONCURRENCY}`, ...head];
   const collection = spawnGym(args, { cwd: dir, env });
@@ -81,7 +70,7 @@ test('SIGKILL of the agent server mid-collection: restarted in place, the run co
   t.diagnostic(`killed the agent with ${doneAtKill} of ${ROWS} rollouts written; ${failures.length} failure row(s) after the restart`);
 
   // The same environment, restarted in place, is what the collection finished against: no new `gym env start`.
-  const agentAfter = (await instances(headPort)).find((i) => i.process_name === 'remote_agent')!;
+  const agentAfter = (await serverInstances(headPort)).find((i) => i.process_name === 'remote_agent')!;
   assert.equal(agentAfter.url, agentBefore.url);
   assert.notEqual(agentAfter.pid, agentBefore.pid);
   assert.ok(isAlive(agentAfter.pid!));

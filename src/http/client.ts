@@ -236,7 +236,15 @@ async function readBounded(
   // HTTP framing delivers exactly the declared length, so a body declared within the limit is read whole: undici's
   // own reader is much cheaper than a stream async iterator (a rollout reads about ten small bodies).
   const declared = typeof contentLength === 'string' ? Number(contentLength) : Number.NaN;
+  // A large declared body is copied into one buffer of its size as it arrives: collecting chunks and joining them
+  // would hold it twice at the peak (an agent under many large answers at once is bounded by those peaks).
+  if (declared > LARGE_BODY_BYTES && (limit === undefined || declared <= limit)) return readIntoBuffer(body, declared);
   if (limit === undefined || declared <= limit) return Buffer.from(await body.arrayBuffer());
+  // A body declared over the limit fails before a byte of it is buffered.
+  if (declared > limit) {
+    body.destroy();
+    throw new BodyTooLarge();
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -249,6 +257,19 @@ async function readBounded(
     chunks.push(buf);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+const LARGE_BODY_BYTES = 1024 * 1024;
+
+async function readIntoBuffer(body: Dispatcher.ResponseData['body'], declared: number): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(declared);
+  let at = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    // HTTP framing never delivers more than the declared length; the bound is kept anyway.
+    at += buf.copy(out, at, 0, Math.min(buf.length, declared - at));
+  }
+  return at === declared ? out : out.subarray(0, at);
 }
 
 function toList(value: string | string[] | undefined): string[] {

@@ -21,7 +21,7 @@ export interface CounterRow {
 }
 
 /** mulberry32: tiny, fast, and identical on every platform, which is all a reproducible data set needs. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
