@@ -2,7 +2,7 @@
  * The hostile-service test (decisions D14, D19): a real `gym env start` (the counter environment and the remote agent
  * as their own processes) and a real `gym eval run --no-serve` at concurrency 16, against a service that answers each
  * rollout with one hostile reply chosen by a seeded generator: random JSON values, mutations of valid objects, JSON
- * nested 100,000 deep (as the body, inside a valid item, inside tool arguments), an 8 MiB string, 100 MiB bodies
+ * nested 100,000 deep (as the body, inside a valid item, inside tool arguments) and exactly 512 deep, an 8 MiB string, 100 MiB bodies
  * (declared and chunked), a gzip bomb, slow and stalled bodies, invalid UTF-8, a dropped connection, 10,000 asks in
  * one answer and reserved tool names. Then: the agent process is the one that started (never restarted) and serves a
  * plain rollout; every row is exactly one line of one file; each rollout's time is within its timeouts; the agent's
@@ -38,6 +38,7 @@ const KINDS = [
   'deep_object',
   'deep_in_item',
   'deep_in_arguments',
+  'deep_at_limit',
   'huge_string',
   'body_100mib_declared',
   'body_100mib_chunked',
@@ -54,10 +55,12 @@ type Expectation = { completed: true; orError?: RegExp } | { error: RegExp; term
 const EXPECTED: Partial<Record<Kind, Expectation>> = {
   plain: { completed: true },
   deep_in_arguments: { completed: true },
+  // 512 levels exactly: accepted, and still within bounds wrapped in Gym's row and verify envelopes.
+  deep_at_limit: { completed: true },
   huge_string: { completed: true },
   reserved_names: { completed: true },
   // 10,000 sequential tool calls finish, or meet the run's own deadline on a slow machine: bounded either way.
-  ten_k_asks: { completed: true, orError: /exceeded run_timeout_secs=8\.0s/ },
+  ten_k_asks: { completed: true, orError: /exceeded run_timeout_secs=8\.0s|resources server .* timed out after/ },
   deep_array: { error: /nested deeper than 512 levels/, terminal: true },
   deep_object: { error: /nested deeper than 512 levels/, terminal: true },
   deep_in_item: { error: /nested deeper than 512 levels/, terminal: true },
@@ -145,6 +148,7 @@ const ROWS_PER_KIND: Record<Kind, number> = {
   deep_object: 2,
   deep_in_item: 2,
   deep_in_arguments: 2,
+  deep_at_limit: 2,
   huge_string: 1,
   body_100mib_declared: 1,
   body_100mib_chunked: 1,
@@ -218,6 +222,12 @@ function play(kind: Kind, random: () => number, req: http.IncomingMessage, res: 
       const answer = finalAnswer('done');
       (answer.output as Array<Record<string, unknown>>)[0]!.extra = '__DEEP__';
       return sendJson(res, JSON.stringify(answer).replace('"__DEEP__"', deepObjectText));
+    }
+    case 'deep_at_limit': {
+      // response (1) > output (2) > item (3) > 509 levels more = 512.
+      const answer = finalAnswer('done');
+      (answer.output as Array<Record<string, unknown>>)[0]!.extra = '__DEEP__';
+      return sendJson(res, JSON.stringify(answer).replace('"__DEEP__"', '{"a":'.repeat(509) + '1' + '}'.repeat(509)));
     }
     case 'deep_in_arguments':
       return sendJson(res, JSON.stringify(toolAsk(functionCall('increment_counter', deepObjectText, 'c_deep'))));

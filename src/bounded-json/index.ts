@@ -5,13 +5,19 @@
  * usage code, a step body echoing items — recurses, and a 100,000-deep object overflows the stack there, far from
  * the request that brought it. So nesting is bounded at the door: a text nested deeper than `MAX_JSON_DEPTH` (512)
  * levels is refused before it is parsed, with an error saying `nested deeper than 512 levels`, and every value a
- * tsgym process holds from outside is then at most 512 levels deep (decision D19). The check is one linear scan of
+ * tsgym process holds from outside is then at most 512 levels deep, plus Gym's own envelopes (decision D19). The check is one linear scan of
  * the text counting brackets outside strings; strings are skipped with `indexOf`, so a body made mostly of long
  * strings costs little more than finding its quotes.
  */
 
-/** The deepest nesting accepted in received JSON (objects and arrays together). */
+/** The deepest nesting accepted in JSON a service sends (its answers, tool arguments): objects and arrays together. */
 export const MAX_JSON_DEPTH = 512;
+/**
+ * The bound for bodies between tsgym processes and from environments. They carry a service's data inside Gym's own
+ * envelopes (the row around the response around its items: a few levels), so a service answer at the limit must not
+ * fail one hop later; 8 spare levels cover every envelope Gym adds.
+ */
+export const MAX_ENVELOPED_JSON_DEPTH = MAX_JSON_DEPTH + 8;
 
 /** The received JSON is nested deeper than the limit; callers class it like any other invalid body. */
 export class JsonTooDeep extends Error {

@@ -2,9 +2,10 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
-import { parseBoundedJson } from '../bounded-json/index.js';
+import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { GymError } from '../errors.js';
 import type { CookieJar } from './cookies.js';
+import { exactUtf8 } from './utf8.js';
 
 /**
  * The one HTTP client of a tsgym process. Behaviours are small pieces composed by the caller rather than
@@ -48,7 +49,7 @@ export interface HttpResponse {
   /** `Set-Cookie` header values of this response. */
   setCookies: string[];
   text(): string;
-  /** The body parsed as JSON, nesting bounded (throws `JsonTooDeep` or the parser's `SyntaxError`). */
+  /** The body parsed as JSON, nesting bounded at 520 levels (throws `JsonTooDeep` or the parser's `SyntaxError`). */
   json(): unknown;
 }
 
@@ -173,8 +174,8 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
 
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined;
-  if (options.jsonText !== undefined) body = options.jsonText;
-  else if (options.json !== undefined) body = JSON.stringify(options.json);
+  if (options.jsonText !== undefined) body = typeof options.jsonText === 'string' ? exactUtf8(options.jsonText) : options.jsonText;
+  else if (options.json !== undefined) body = exactUtf8(JSON.stringify(options.json));
   if (body !== undefined) headers['content-type'] = 'application/json';
   const cookie = options.jar?.header();
   if (cookie) headers.cookie = cookie;
@@ -218,7 +219,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
       body: payload,
       setCookies,
       text: () => (decoded ??= payload.toString('utf8')),
-      json: () => parseBoundedJson((decoded ??= payload.toString('utf8'))),
+      json: () => parseBoundedJson((decoded ??= payload.toString('utf8')), MAX_ENVELOPED_JSON_DEPTH),
     };
   } finally {
     clearTimeout(timer);

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { z } from 'zod';
-import { JsonTooDeep, parseBoundedJson } from '../bounded-json/index.js';
+import { JsonTooDeep, MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { parseCookieHeader } from './cookies.js';
+import { exactUtf8 } from './utf8.js';
 
 /**
  * A deliberately small HTTP framework on `node:http` for every tsgym server (resources servers, agents, the
@@ -11,7 +12,7 @@ import { parseCookieHeader } from './cookies.js';
  * reference read the same texts) and server timeouts suitable for 35-minute rollouts.
  *
  * Per-request isolation (decision D19): nothing one request does — reading its body, parsing it (nesting bounded
- * at 512 levels), handling it, encoding the reply (`JSON.stringify` of a value it cannot encode) or writing it — can
+ * at 520 levels: a service's 512 plus Gym's envelopes), handling it, encoding the reply (`JSON.stringify` of a value it cannot encode) or writing it — can
  * throw past that request. A reply that cannot be built becomes a 500 with a text saying why; a reply that cannot be
  * written destroys that one connection. The process-level safety net for everything else is `guardProcess()`.
  */
@@ -302,7 +303,7 @@ class IncomingRequest implements GymRequest {
         this.parsedBody = undefined;
       } else {
         try {
-          this.parsedBody = parseBoundedJson(this.body.toString('utf8'));
+          this.parsedBody = parseBoundedJson(this.body.toString('utf8'), MAX_ENVELOPED_JSON_DEPTH);
         } catch (err) {
           if (err instanceof JsonTooDeep) throw new HttpError(400, `request body is ${err.message}`);
           throw new HttpError(400, `request body is not valid JSON: ${(err as Error).message}`);
@@ -366,7 +367,7 @@ function encodeReply(reply: GymReply): EncodedReply {
       ? reply.raw
       : reply.body === undefined
         ? ''
-        : (JSON.stringify(reply.body) ?? 'null');
+        : exactUtf8(JSON.stringify(reply.body) ?? 'null');
   const headers: http.OutgoingHttpHeaders = {
     'content-type': reply.contentType ?? 'application/json',
     'content-length': Buffer.byteLength(payload),
