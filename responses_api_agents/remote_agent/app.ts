@@ -78,7 +78,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         body = req.json();
       } catch (err) {
         // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
-        return { body: rejectRunBody(`/run body is not valid JSON: ${(err as Error).message}`, ctx) };
+        return { body: rejectRunBody(`/run body rejected: ${(err as Error).message}`, ctx) };
       }
       return { body: await runRollout(body, ctx, req.signal) };
     },

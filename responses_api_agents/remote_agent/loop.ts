@@ -7,6 +7,7 @@ import {
   type ResponseObject,
   type Usage,
 } from '../../src/contract.js';
+import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { CookieJar } from '../../src/http/cookies.js';
 import { RESERVED_ROUTES } from '../../src/server/resources-server.js';
@@ -164,8 +165,9 @@ export function checkArguments(text: string): { ok: true } | { ok: false; reason
   if (text.trim() === '') return { ok: false, reason: 'arguments are empty, expected a JSON object' };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseBoundedJson(text);
   } catch (err) {
+    if (err instanceof JsonTooDeep) return { ok: false, reason: err.message };
     return { ok: false, reason: `${(err as Error).name}: ${(err as Error).message}` };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

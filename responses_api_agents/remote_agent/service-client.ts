@@ -1,4 +1,5 @@
-import { TextDecoder } from 'node:util';
+import { isUtf8 } from 'node:buffer';
+import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { validateResponse, type ResponseObject } from '../../src/contract.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { Dispatcher } from 'undici';
@@ -48,7 +49,6 @@ const OVERLOAD_STATUSES = new Set([429, 503]);
 const MAX_OVERLOAD_RETRIES = 3;
 const MAX_RETRY_AFTER_MS = 30_000;
 const EXCERPT_BYTES = 500;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class ServiceClient {
   readonly url: string;
@@ -166,14 +166,17 @@ export class ServiceClient {
 
   private parse(res: HttpResponse): ResponseObject {
     if (res.status >= 300) throw this.statusFailure(res);
-    let text: string;
+    // Checked in place, then decoded once: a fatal TextDecoder held a second copy of large bodies at the peak.
+    if (!isUtf8(res.body)) throw new RetryableRolloutError('REMOTE_NOT_JSON', 'response is not valid JSON: the body is not valid UTF-8');
     let value: unknown;
     try {
-      text = strictUtf8.decode(res.body);
-      value = JSON.parse(text);
+      value = parseBoundedJson(res.body.toString('utf8'));
     } catch (err) {
-      const reason = err instanceof TypeError ? 'the body is not valid UTF-8' : (err as Error).message;
-      throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${this.safe(reason)}`);
+      // Valid JSON too deep to hold is an invalid Responses object, classed as any other (D19).
+      if (err instanceof JsonTooDeep) {
+        throw new TerminalRolloutError('REMOTE_INVALID_RESPONSE', `remote service returned an invalid Responses API object: ${err.message}`);
+      }
+      throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${this.safe((err as Error).message)}`);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new RetryableRolloutError(

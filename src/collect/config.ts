@@ -29,6 +29,8 @@ export interface CollectionConfig {
   runTimeoutMs: number;
   /** An in-flight rollout without progress for longer is flagged `stalled` (status file, progress line). */
   stallWarningSecs: number;
+  /** How long dispatch waits for an agent whose connections are refused before giving up (D20). */
+  agentUnreachableWaitMs: number;
   head: HeadServerAddress;
 }
 
@@ -37,6 +39,8 @@ export const DEFAULT_CONCURRENCY = 64;
 export const DEFAULT_RUN_REQUEST_TIMEOUT_SECS = 3600;
 export const DEFAULT_MAX_ROLLOUT_ATTEMPTS = 3;
 export const DEFAULT_STALL_WARNING_SECS = 120;
+/** How long a collection waits for an agent that refuses connections (a crashed server being restarted). */
+export const DEFAULT_AGENT_UNREACHABLE_WAIT_SECS = 60;
 
 /** Reference keys tsgym does not implement: refusing beats silently ignoring them. */
 const UNSUPPORTED_KEYS = ['prompt_config', 'skills', 'rollout_collection_driver'] as const;
@@ -125,6 +129,13 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
       'GYM_CONFIG_VALUE',
     );
   }
+  const unreachableWait = config.agent_unreachable_wait_secs ?? DEFAULT_AGENT_UNREACHABLE_WAIT_SECS;
+  if (typeof unreachableWait !== 'number' || !(unreachableWait > 0) || !Number.isFinite(unreachableWait)) {
+    throw new ConfigError(
+      `Config value 'agent_unreachable_wait_secs' must be a number of seconds > 0, got ${JSON.stringify(unreachableWait)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
   const limit = optionalInt(config, 'limit', 0);
   const concurrency = optionalInt(config, 'num_samples_in_parallel', 0);
   return {
@@ -141,6 +152,7 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
     disableAggregation: bool(config, 'disable_aggregation'),
     runTimeoutMs: timeout * 1000,
     stallWarningSecs: stall,
+    agentUnreachableWaitMs: unreachableWait * 1000,
     head: headServerAddress(config),
   };
 }

@@ -411,7 +411,7 @@ describe('environment kit: definitions', () => {
     try {
       const bad = await post(env, '/loop', {});
       assert.equal(bad.status, 500);
-      assert.match(bad.text(), /the reply could not be encoded as JSON: .*circular/i);
+      assert.match(bad.text(), /the reply could not be built: .*circular/i);
       assert.ok(bad.setCookies.some((line) => line.startsWith('CyclicResourcesServer___cyclic=')), 'the 500 still carries the session cookie');
       assert.deepEqual((await post(env, '/ok', {})).json(), { ok: true });
     } finally {

@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
 import { GymError } from '../errors.js';
-import type { App } from '../http/server.js';
+import { guardProcess, type App } from '../http/server.js';
 
 export interface ServeContext {
   global: GlobalConfig;
@@ -16,7 +16,8 @@ export interface ServeInstanceOptions {
 /**
  * Entry point of a server process started by `gym env start`: read this instance's config from the environment
  * (`NEMO_GYM_CONFIG_DICT` + `NEMO_GYM_CONFIG_PATH`), build the app, listen on the assigned host and port, and close
- * cleanly on SIGINT/SIGTERM.
+ * cleanly on SIGINT/SIGTERM. `guardProcess` logs whatever escapes every request's isolation; an uncaught exception
+ * exits the process, which `gym env start` then restarts on the same address.
  */
 export async function serveInstance(
   build: (ctx: ServeContext) => App | Promise<App>,
@@ -24,6 +25,7 @@ export async function serveInstance(
 ): Promise<void> {
   try {
     const ctx = readServerEnv();
+    guardProcess(ctx.instance.name);
     const app = await build(ctx);
     const { instance } = ctx;
     const listening = await app.listen(instance.port, instance.host).catch((err: NodeJS.ErrnoException) => {
