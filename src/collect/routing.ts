@@ -9,6 +9,9 @@ import { callInternal, HttpTransportError } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
 import type { Row } from './materialize.js';
 import type { RolloutExecutor } from './queue.js';
+import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from './step-latency.js';
+
+const STEP_LATENCY_REQUEST = { [STEP_LATENCY_HEADER]: '1' };
 
 /** A failure the collector itself observed (the agent could not be reached or answered badly); retryable. */
 export const COLLECTOR_ERROR = 'collector_error';
@@ -22,6 +25,8 @@ const ROUTING_KEYS = ['_ng_failure_class', '_ng_failure_terminal', '_ng_no_persi
 export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
   const out: Row = { ...row };
   for (const key of ROUTING_KEYS) delete out[key];
+  // A re-fed failure row's latencies are not this attempt's (and must not reach the run status).
+  delete out[STEP_LATENCY_KEY];
   out.reward = 0;
   out.response = placeholderResponse();
   out.error = error;
@@ -88,7 +93,8 @@ export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number): Ro
     const url = `${agents.urlOf(job.agent)}/run`;
     const fail = (problem: string): Row => failureRow(JSON.parse(job.body) as Row, COLLECTOR_ERROR, problem, false);
     try {
-      const res = await callInternal(url, { jsonText: job.body, timeoutMs, attempts: 3 });
+      // Asks the remote agent for step latencies on success results too (the board folds them into the status).
+      const res = await callInternal(url, { jsonText: job.body, headers: STEP_LATENCY_REQUEST, timeoutMs, attempts: 3 });
       if (res.status < 200 || res.status >= 300) {
         return fail(`/run on agent '${job.agent}' answered HTTP ${res.status}: ${excerpt(res.text())}`);
       }

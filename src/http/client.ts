@@ -311,6 +311,7 @@ export interface InternalCallOptions {
   /** JSON body; without one (and without `jsonText`) the call is a GET. */
   json?: unknown;
   jsonText?: string | Buffer;
+  headers?: Record<string, string>;
   jar?: CookieJar;
   timeoutMs: number;
   /** Total attempts for connection-class failures (D12: bounded, never forever). */
