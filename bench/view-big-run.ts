@@ -29,9 +29,10 @@ function row(i: number, failed: boolean): string {
     _ng_task_index: task,
     _ng_rollout_index: i % 4,
     agent_ref: { name: 'remote_agent' },
-    _ng_step_latency_secs: Array.from({ length: steps }, (_, s) => ((i * 7 + s * 13) % 900) / 1000 + 0.05),
   };
-  if (failed) return JSON.stringify({ ...base, reward: 0, response: { id: 'remote_agent_failure', object: 'response', output: [] }, error: 'HTTP 500: service exploded', _ng_failure_class: 'remote_agent_error', _ng_partial_response: response });
+  // Only failure rows carry step latencies (success rows are the verify response plus stamps, C4).
+  const latencies = Array.from({ length: steps }, (_, s) => ((i * 7 + s * 13) % 900) / 1000 + 0.05);
+  if (failed) return JSON.stringify({ ...base, reward: 0, response: { id: 'remote_agent_failure', object: 'response', output: [] }, error: 'HTTP 500: service exploded', _ng_failure_class: 'remote_agent_error', _ng_partial_response: response, _ng_step_latency_secs: latencies });
   return JSON.stringify({ ...base, response, reward: (i % 3) / 2 });
 }
 

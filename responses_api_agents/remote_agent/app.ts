@@ -1,3 +1,4 @@
+import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
 import { validateCreateParams } from '../../src/contract.js';
 import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
@@ -80,7 +81,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
         return { body: rejectRunBody(`/run body rejected: ${(err as Error).message}`, ctx) };
       }
-      return { body: await runRollout(body, ctx, req.signal) };
+      return { body: await runRollout(body, ctx, { callerSignal: req.signal, stepLatency: req.headers[STEP_LATENCY_HEADER] === '1' }) };
     },
 
     async responses(req) {

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { STEP_LATENCY_KEY } from '../../src/collect/step-latency.js';
 import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
 import {
   describeError,
@@ -64,7 +65,18 @@ export function stripStaleKeys(row: Row): Row {
   return clean;
 }
 
-export async function runRollout(body: unknown, ctx: RolloutContext, callerSignal?: AbortSignal): Promise<Row> {
+export interface RunOptions {
+  /** Aborted when the caller hangs up. */
+  callerSignal?: AbortSignal;
+  /**
+   * Add `_ng_step_latency_secs` to a success result: only when the caller asked (tsgym's collector does, with the
+   * `x-gym-step-latency: 1` header, then folds the list into the run status and takes it off the row). Any other
+   * caller, NeMo Gym's collector included, gets exactly what `/verify` returned (C4). Failure rows always carry it.
+   */
+  stepLatency?: boolean;
+}
+
+export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
@@ -83,8 +95,8 @@ export async function runRollout(body: unknown, ctx: RolloutContext, callerSigna
     return await withRunBudget(
       ctx.limiter,
       ctx.config.runTimeoutSecs,
-      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx, progress),
-      { clock, ...(callerSignal ? { callerSignal } : {}) },
+      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx, progress, options.stepLatency === true),
+      { clock, ...(options.callerSignal ? { callerSignal: options.callerSignal } : {}) },
     );
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
@@ -106,6 +118,7 @@ async function seedLoopVerify(
   trajectory: Trajectory,
   ctx: RolloutContext,
   progress: RolloutProgress | undefined,
+  stepLatency: boolean,
 ): Promise<Row> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new CookieJar();
@@ -135,8 +148,9 @@ async function seedLoopVerify(
     '/verify on the resources server failed: ',
     ctx.environment.verify({ ...row, response }, envJar, budget),
   );
-  // The verify response is the row (C4): the dataset row is not merged back in.
-  return { ...verified, _ng_step_latency_secs: trajectory.stepLatenciesSecs() };
+  // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
+  // a collector that asked and strips them before writing the row.
+  return stepLatency ? { ...verified, [STEP_LATENCY_KEY]: trajectory.stepLatenciesSecs() } : verified;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
@@ -174,7 +188,7 @@ function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Tr
   if (isGymError(err) && err.errorClass === 'terminal') result._ng_failure_terminal = true;
   if (trajectory && !trajectory.isEmpty) {
     result._ng_partial_response = trajectory.toResponse();
-    result._ng_step_latency_secs = trajectory.stepLatenciesSecs();
+    result[STEP_LATENCY_KEY] = trajectory.stepLatenciesSecs();
   }
   if (clock?.admittedAt !== undefined) {
     result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);

@@ -214,6 +214,8 @@ describe('I. Gym-side failures', () => {
       assert.equal(result._ng_partial_response.output[1].output, '{"success":true}');
       assert.equal(typeof result._ng_rollout_duration_secs, 'number');
       assert.equal(typeof result._ng_queue_wait_secs, 'number');
+      // Step latencies are evidence too: a failure row carries them without being asked (x-gym-step-latency).
+      assert.equal(result._ng_step_latency_secs.length, 1);
       assert.equal(result._ng_no_persist, undefined);
     } finally {
       await h.close();

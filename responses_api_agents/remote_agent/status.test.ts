@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { z } from 'zod';
+import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
 import { request } from '../../src/http/client.js';
 import { tool } from '../../src/server/resources-server.js';
 import { finalAnswer, functionCall, reply, toolAsk } from '../../src/testing/index.js';
@@ -52,7 +53,8 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
     },
   });
   harnesses.push(harness);
-  const first = harness.run(basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }));
+  // Task 0 is sent as tsgym's collector sends it, asking for step latencies; task 1 as any other caller.
+  const first = harness.post('/run', basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }), { [STEP_LATENCY_HEADER]: '1' }).then((res) => res.body as Record<string, unknown>);
   const second = harness.run(basicRow('q', { _ng_task_index: 1, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
 
   const overloaded = await until(harness, 'task 0 retrying after the 429', (body) => stageOf(body, 0)?.stage === 'retrying_overload');
@@ -86,4 +88,6 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
   const latencies = row0._ng_step_latency_secs as number[];
   assert.equal(latencies.length, 2);
   assert.ok(latencies[0]! >= 1, `step 1 took ${latencies[0]}s`);
+  // Not asked (as by a NeMo Gym collector): no latencies; the result is the verify response (C4, run.test.ts).
+  assert.equal('_ng_step_latency_secs' in row1, false);
 });

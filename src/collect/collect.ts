@@ -32,6 +32,7 @@ import { AgentReachability, isUndelivered } from './reachability.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
 import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
 import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
+import { STEP_LATENCY_KEY } from './step-latency.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
@@ -201,6 +202,9 @@ async function dispatch(
     stamp(result, job.identity);
     const from = job.previous;
     const route = routeOf(result);
+    board.settle(job, result, route);
+    // The board has the step latencies now; a success row is the verify response plus stamps (C4), so they go.
+    if (route === 'rollouts') delete result[STEP_LATENCY_KEY];
     if (route === 'rollouts') {
       rolloutsFile.append(JSON.stringify(result));
       const reward = rewardOf(result);
@@ -213,7 +217,6 @@ async function dispatch(
       stats.failures++;
     }
     stats.done++;
-    board.settle(job, result, route);
     progress.update(stats);
   };
   const queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({

@@ -10,6 +10,9 @@ import type { AgentDirectory } from './agents.js';
 import type { Row } from './materialize.js';
 import type { RolloutExecutor } from './queue.js';
 import { undeliveredResult, type AgentReachability } from './reachability.js';
+import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from './step-latency.js';
+
+const STEP_LATENCY_REQUEST = { [STEP_LATENCY_HEADER]: '1' };
 
 /** A failure the collector itself observed (the agent could not be reached or answered badly); retryable. */
 export const COLLECTOR_ERROR = 'collector_error';
@@ -23,6 +26,8 @@ const ROUTING_KEYS = ['_ng_failure_class', '_ng_failure_terminal', '_ng_no_persi
 export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
   const out: Row = { ...row };
   for (const key of ROUTING_KEYS) delete out[key];
+  // A re-fed failure row's latencies are not this attempt's (and must not reach the run status).
+  delete out[STEP_LATENCY_KEY];
   out.reward = 0;
   out.response = placeholderResponse();
   out.error = error;
@@ -99,7 +104,8 @@ export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number, rea
     for (;;) {
       if (!(await reachability.ready(job.agent))) return undeliveredResult();
       try {
-        res = await request(url, { method: 'POST', jsonText: job.body, timeoutMs });
+        // Asks the remote agent for step latencies on success results too (the status board folds them in).
+        res = await request(url, { method: 'POST', jsonText: job.body, headers: STEP_LATENCY_REQUEST, timeoutMs });
         break;
       } catch (err) {
         if (neverDelivered(err)) {

@@ -1,7 +1,8 @@
 /**
  * The live state of a collection, written to `<stem>_status.json` while `gym eval run` works: run totals (done,
- * failed by class, in flight, rate, ETA, mean reward so far), a bounded history for the viewer's charts, and one
- * entry per in-flight rollout with its stage and how long it has made no progress (`stalled` past
+ * failed by class, in flight, rate, ETA, mean reward so far), a bounded history for the viewer's charts, per-step
+ * service latency percentiles over the run (from each result's `_ng_step_latency_secs`, see ./step-latency.ts: the
+ * only place the viewer finds them, since success rows do not carry them), and one entry per in-flight rollout with its stage and how long it has made no progress (`stalled` past
  * `stall_warning_secs`). The file is replaced atomically (write to a temporary name, then rename) about once a
  * second and once more at the end, so a reader never sees a torn file.
  *
@@ -19,6 +20,7 @@ import type { AgentDirectory } from './agents.js';
 import { rewardOf } from './outcomes.js';
 import type { Route } from './routing.js';
 import type { Row } from './materialize.js';
+import { LatencyByStep, STEP_LATENCY_KEY } from './step-latency.js';
 
 /** Stages a source may report (the remote agent's, see its status.ts); `queued` is also the collector's default. */
 export const STAGES = ['queued', 'seeding', 'calling_service', 'running_tool', 'retrying_overload', 'verifying'] as const;
@@ -152,6 +154,7 @@ export class RunStatusBoard {
   private failedTerminal = 0;
   private rewardSum = 0;
   private readonly history: HistoryPoint[] = [];
+  private readonly stepLatency = new LatencyByStep();
   private historyEveryMs: number;
   private lastHistoryAt = -Infinity;
   private readonly startedAt: number;
@@ -193,11 +196,12 @@ export class RunStatusBoard {
     });
   }
 
-  /** A result was recorded (or dropped, route `nowhere`). */
+  /** A result was recorded (or dropped, route `nowhere`); its step latencies, if any, join the run's. */
   settle(job: TrackedJob, result: Row, route: Route): void {
     const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
     this.inFlight.delete(keyOf(job.task, job.rollout, attempt));
     this.done++;
+    this.stepLatency.addResult(result[STEP_LATENCY_KEY]);
     if (route === 'rollouts') {
       this.completed++;
       this.rewardSum += rewardOf(result);
@@ -321,6 +325,7 @@ export class RunStatusBoard {
       },
       in_flight: inFlight,
       history: this.history,
+      step_latency_secs: this.stepLatency.percentiles(),
     };
   }
 

@@ -92,6 +92,7 @@ describe('gym view in Chromium', () => {
     assert.ok((await page.locator('figure[data-chart="reward"] svg rect.bar').count()) > 0);
     assert.ok((await page.locator('figure[data-chart="tokens"] svg rect.bar').count()) > 0);
     assert.match((await page.locator('figure[data-chart="rate"]').textContent()) ?? '', /No history/);
+    assert.match((await page.locator('figure[data-chart="latency"]').textContent()) ?? '', /No latency data/);
     // Untrusted text stays text: the fixture's <script> never becomes an element.
     assert.equal(await page.locator('script').count(), 1);
     assert.equal(await page.locator('script').getAttribute('src'), '/assets/live.js');
@@ -134,7 +135,7 @@ describe('gym view in Chromium', () => {
     const result = await run.gym.result;
     assert.equal(result.code, 0, result.stderr);
 
-    // After the run, the charts from its status history and step latencies are drawn (charts refresh every 5 s;
+    // After the run, the charts from its status file (history, step latencies) are drawn (charts refresh every 5 s;
     // a reload shows them at once).
     await page.reload();
     for (const chart of ['rate', 'latency']) {

@@ -1,8 +1,9 @@
 /**
  * The viewer's charts, drawn server-side as inline SVG (no script, no external asset, no library): rollouts/s and
- * failures by class over time from the status file's history, and from the index the reward distribution, tokens
- * per rollout and per-step service latency percentiles. Each chart is a `<figure data-chart=NAME>`; a chart without
- * data says why instead of drawing empty axes.
+ * failures by class over time from the status file's history, per-step service latency percentiles from its
+ * `step_latency_secs` (rows do not carry latencies, decision C4), and from the index the reward distribution and
+ * tokens per rollout. Each chart is a `<figure data-chart=NAME>`; a chart without data says why instead of drawing
+ * empty axes.
  */
 import { html, SafeHtml } from './html.js';
 import type { RolloutIndex } from './rollout-index.js';
@@ -139,6 +140,9 @@ export function histogram(count: number, pick: (i: number) => number, bins = 12)
 
 const NO_HISTORY = 'No history: it comes from <stem>_status.json, which gym eval run writes while it runs.';
 
+const NO_LATENCY =
+  'No latency data: per-step service latency comes from <stem>_status.json, which gym eval run writes (a run without one, e.g. from NeMo Gym, has none).';
+
 /** The five charts of a run. */
 export function runCharts(index: RolloutIndex, status: RunStatus | undefined): SafeHtml {
   const history = status?.history ?? [];
@@ -150,12 +154,12 @@ export function runCharts(index: RolloutIndex, status: RunStatus | undefined): S
   const classes = [...new Set(history.flatMap((point) => Object.keys(point.failed_by_class)))].sort();
   const failures: Series[] = classes.map((name) => ({ name, points: history.map((point) => [point.t_s, point.failed_by_class[name] ?? 0] as [number, number]) }));
   const okReward = (i: number): number => (index.statusOf(i) === 'ok' ? index.rewardNumber(i) : Number.NaN);
-  const steps = index.latency.percentiles();
+  const steps = status?.step_latency_secs ?? [];
   const latency: Series[] = (['p50', 'p90', 'p99'] as const).map((q) => ({ name: `${q} (s)`, points: steps.map((s) => [s.step, s[q]] as [number, number]) }));
   return html`<div class="charts">
 ${history.length > 1 ? lineChart('rate', 'Rollouts/s over time', 'seconds into the run', [rate]) : emptyChart('rate', 'Rollouts/s over time', NO_HISTORY)}
 ${barChart('reward', 'Reward distribution (successes)', 'reward', histogram(index.size, okReward))}
-${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', 'No row carries _ng_step_latency_secs (written by the remote agent).')}
+${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', NO_LATENCY)}
 ${barChart('tokens', 'Tokens per rollout', 'total tokens', histogram(index.size, (i) => index.tokensNumber(i)))}
 ${
   history.length === 0

@@ -3,7 +3,6 @@ import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../collect/cli-harness.js';
-import { LatencyByStep } from './latency.js';
 import { RolloutIndex } from './rollout-index.js';
 import { skimRow } from './skim.js';
 import { failure, success } from './test-fixtures.js';
@@ -25,7 +24,7 @@ test('the index tails its files: appended rows are added, a torn tail waits, a r
   assert.equal(index.generation, generation);
 
   // A torn tail is not indexed (and is reported), then picked up once whole, with the line numbers continuing.
-  const third = line({ ...success(2, 0, 0.5, message), _ng_step_latency_secs: [0.2, 0.4] });
+  const third = line(success(2, 0, 0.5, message));
   appendFileSync(file, third.slice(0, 40));
   await index.refresh();
   assert.equal(index.size, 2);
@@ -36,7 +35,6 @@ test('the index tails its files: appended rows are added, a torn tail waits, a r
   assert.deepEqual(index.skipped, []);
   assert.equal(index.find('main', 3)?.reward, 0.5);
   assert.equal(index.find('main', 4)?.task, 3);
-  assert.deepEqual(index.latency.percentiles().map((p) => [p.step, p.count]), [[1, 1], [2, 1]]);
 
   // The sidecar appears later; its rows join the order before a success of the same key.
   appendFileSync(path.join(dir, 'run_failures.jsonl'), line({ ...failure(1, 0, 'boom', false), _ng_attempt_index: 0 }));
@@ -64,7 +62,7 @@ test('the skimmer reads the same fields JSON.parse does, and gives up (to JSON.p
   for (const row of rows) {
     const skimmed = skimRow(Buffer.from(JSON.stringify(row)));
     assert.ok(skimmed, JSON.stringify(row));
-    for (const key of ['reward', '_ng_task_index', '_ng_rollout_index', 'agent_ref', '_ng_failure_class', '_ng_failure_terminal', '_ng_step_latency_secs'] as const) {
+    for (const key of ['reward', '_ng_task_index', '_ng_rollout_index', 'agent_ref', '_ng_failure_class', '_ng_failure_terminal'] as const) {
       assert.deepEqual(skimmed[key], (row as Record<string, unknown>)[key], key);
     }
     const response = (row as { response?: unknown }).response;
@@ -72,15 +70,5 @@ test('the skimmer reads the same fields JSON.parse does, and gives up (to JSON.p
   }
   for (const bad of ['{"a": 1', '[1, 2]', '{"a": 1} trailing', '{"a" 1}', '{"a": "unterminated}', '', '{"a": tru}', '{"a": -}', '{"a": NaN}']) {
     assert.equal(skimRow(Buffer.from(bad)), undefined, bad);
-  }
-});
-
-test('latency percentiles come from fixed-size histograms within 5% of the true value', () => {
-  const latency = new LatencyByStep();
-  for (let i = 1; i <= 1000; i++) latency.add(1, i / 100);
-  const [step] = latency.percentiles();
-  assert.equal(step!.count, 1000);
-  for (const [got, want] of [[step!.p50, 5], [step!.p90, 9], [step!.p99, 9.9]] as const) {
-    assert.ok(Math.abs(got - want) / want <= 0.05, `${got} vs ${want}`);
   }
 });

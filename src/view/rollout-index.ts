@@ -11,7 +11,6 @@ import { isPlainObject } from '../config/types.js';
 import { isBlank, parseLine, readRawLines } from '../collect/jsonl.js';
 import { rewardOf } from '../collect/outcomes.js';
 import { failuresPathFor } from '../collect/paths.js';
-import { LatencyByStep } from './latency.js';
 import { skimRow, type Skimmed } from './skim.js';
 
 export type Source = 'main' | 'failures';
@@ -112,7 +111,6 @@ export class RolloutIndex {
   readonly failuresPath: string;
   size = 0;
   counts: RunCounts = { ok: 0, failed: 0, failedTerminal: 0, rewardSumOk: 0 };
-  latency = new LatencyByStep();
   /** Bumped on every refresh that changed the index (the live page polls it). */
   generation = 0;
   /** The `run` query parameter of this run's links (undefined for the first run). */
@@ -196,7 +194,6 @@ export class RolloutIndex {
   private reset(): void {
     this.size = 0;
     this.counts = { ok: 0, failed: 0, failedTerminal: 0, rewardSumOk: 0 };
-    this.latency = new LatencyByStep();
     this.oddValues.clear();
     for (const source of SOURCES) {
       this.tails[source] = emptyTail();
@@ -274,13 +271,6 @@ export class RolloutIndex {
     const usage = isPlainObject(response) ? response.usage : undefined;
     const tokens = isPlainObject(usage) && typeof usage.total_tokens === 'number' ? usage.total_tokens : Number.NaN;
     c.tokens.set(id, tokens);
-    const latencies = row._ng_step_latency_secs;
-    if (Array.isArray(latencies)) {
-      for (let step = 0; step < latencies.length && step < 10_000; step++) {
-        const secs = latencies[step];
-        if (typeof secs === 'number' && Number.isFinite(secs) && secs >= 0) this.latency.add(step + 1, secs);
-      }
-    }
     this.lineIds[source].set(this.lineCount[source]++, id);
     if (status === 'ok') {
       this.counts.ok++;

@@ -65,6 +65,8 @@ describe('index page', () => {
       '/rollout?file=failures&line=2',
       '/rollout?file=failures&line=1',
     ]);
+    // No status file (a run written by NeMo Gym, say): no latency chart, whatever the failure rows carry.
+    assert.match(text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: per-step service latency comes from &lt;stem&gt;_status\.json/);
   });
 
   test('filters by status through the query string', async () => {
@@ -185,6 +187,7 @@ describe('detail page', () => {
     assert.match(retryable, /failure class remote_agent_error · retryable/);
     assert.match(retryable, /Partial trajectory\s*1\. call lookup/);
     assert.match(retryable, /input_tokens\s*2/);
+    assert.match(retryable, /service latency per step\s*0\.25s/);
 
     const terminal = decode((await get(server, '/rollout?file=failures&line=1')).text);
     assert.match(terminal, /terminal \(never retried\)/);
@@ -250,6 +253,13 @@ describe('live section', () => {
       { t_s: 1, done: 1, completed: 1, failed_by_class: {}, in_flight: 4 },
       { t_s: 3, done: 5, completed: 3, failed_by_class: { remote_agent_error: 2 }, in_flight: 1 },
     ],
+    // The second and third entries are malformed and dropped.
+    step_latency_secs: [
+      { step: 1, count: 5, p50: 0.2, p90: 0.5, p99: 0.9 },
+      { step: 'two', count: 3, p50: 0.1, p90: 0.2, p99: 0.3 },
+      { step: 3, count: 0, p50: 0, p90: 0, p99: 0 },
+      { step: 4, count: 2, p50: 0.3, p90: 0.4, p99: 0.4 },
+    ],
   });
 
   test('the in-flight table comes from <stem>_status.json (escaped), a status no longer rewritten is flagged, a broken one ignored', async () => {
@@ -266,11 +276,19 @@ describe('live section', () => {
     assert.doesNotMatch(live.text, /not updated for/);
     const page = (await get(server, '/')).text;
     assert.match(page, /<figure class="chart" data-chart="failures">[\s\S]*?<path d="M[^"]+"[^>]*class="series"><title>remote_agent_error<\/title>/);
+    // Per-step latency is drawn from the status file: p50/p90/p99 over the two valid steps.
+    const latency = /<figure class="chart" data-chart="latency">[\s\S]*?<\/figure>/.exec(page)?.[0] ?? '';
+    assert.deepEqual([...latency.matchAll(/<path d="(M[^"]+)"[^>]*class="series"><title>([^<]+)<\/title>/g)].map((m) => [m[2], m[1]!.split('L').length]), [
+      ['p50 (s)', 2],
+      ['p90 (s)', 2],
+      ['p99 (s)', 2],
+    ]);
 
     writeFileSync(statusFile, JSON.stringify(statusOf(new Date(Date.now() - 60_000).toISOString())));
     assert.match(decode((await get(server, '/live')).text), /not updated for 1m00s: the collector may have stopped/);
 
     writeFileSync(statusFile, '{"state": "running", "in_fl');
     assert.match(decode((await get(server, '/live')).text), /No live status/);
+    assert.match((await get(server, '/charts')).text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: /);
   });
 });

@@ -6,8 +6,8 @@
  * and the caller falls back to JSON.parse, which also produces the error text.
  */
 
-/** Keys whose values are parsed (small values: numbers, flags, `agent_ref`, the latency list). */
-const VALUE_KEYS = new Set(['_ng_task_index', '_ng_rollout_index', '_ng_attempt_index', 'agent_ref', 'reward', '_ng_failure_class', '_ng_failure_terminal', '_ng_step_latency_secs']);
+/** Keys whose values are parsed (small values: numbers, flags, `agent_ref`). */
+const VALUE_KEYS = new Set(['_ng_task_index', '_ng_rollout_index', '_ng_attempt_index', 'agent_ref', 'reward', '_ng_failure_class', '_ng_failure_terminal']);
 /** Keys whose objects are entered for their `usage` only. */
 const RESPONSE_KEYS = new Set(['response', '_ng_partial_response']);
 

@@ -6,6 +6,7 @@
 import { open } from 'node:fs/promises';
 import { isPlainObject } from '../config/types.js';
 import { statusPathFor } from '../collect/paths.js';
+import { MAX_STEPS, type StepPercentiles } from '../collect/step-latency.js';
 
 const MAX_STATUS_BYTES = 16 * 1024 * 1024;
 const MAX_IN_FLIGHT_SHOWN = 2000;
@@ -37,6 +38,8 @@ export interface RunStatus {
   /** In-flight entries beyond those kept here. */
   in_flight_hidden: number;
   history: HistoryPoint[];
+  /** Per-step service latency over the run (empty when no result carried any). */
+  step_latency_secs: StepPercentiles[];
 }
 
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
@@ -90,5 +93,8 @@ export async function readRunStatus(rolloutsPath: string): Promise<RunStatus | u
       done: num(point.done),
       failed_by_class: counts(point.failed_by_class),
     })),
+    step_latency_secs: (Array.isArray(doc.step_latency_secs) ? doc.step_latency_secs.filter(isPlainObject).slice(0, MAX_STEPS) : [])
+      .map((entry) => ({ step: num(entry.step), count: num(entry.count), p50: num(entry.p50), p90: num(entry.p90), p99: num(entry.p99) }))
+      .filter((entry) => entry.step >= 1 && entry.count > 0),
   };
 }

@@ -38,7 +38,9 @@ export function failure(task: number, rollout: number, error: string, terminal: 
     error,
     _ng_failure_class: 'remote_agent_error',
     ...(terminal ? { _ng_failure_terminal: true } : {}),
-    ...(partial ? { _ng_partial_response: { id: 'partial', object: 'response', output: partial, usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 } } } : {}),
+    ...(partial
+      ? { _ng_partial_response: { id: 'partial', object: 'response', output: partial, usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 } }, _ng_step_latency_secs: [0.25] }
+      : {}),
     _ng_task_index: task,
     _ng_rollout_index: rollout,
     _ng_attempt_index: 1,
