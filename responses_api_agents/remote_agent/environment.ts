@@ -9,6 +9,9 @@ import type { RunBudget } from './budget.js';
  * failures are retried a bounded number of times by `callInternal` and then fail the rollout with a text naming
  * the resources server and its URL (decision D12), instead of waiting out the run timeout.
  */
+/** Tool outputs and verify bodies are held whole (and echoed to the service): bounded like a service answer (D14). */
+const ENVIRONMENT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
 export class Environment {
   constructor(
     readonly name: string,
@@ -59,6 +62,7 @@ export class Environment {
       return await callInternal(`${this.url}${path}`, {
         jsonText,
         jar,
+        maxBodyBytes: ENVIRONMENT_MAX_BODY_BYTES,
         // The run deadline bounds every hop; the budget's signal cuts it at that moment.
         timeoutMs: Math.max(1, budget.remainingMs()),
         signal: budget.signal,
