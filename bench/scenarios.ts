@@ -343,6 +343,7 @@ export async function startUp(ctx: BenchContext): Promise<ScenarioReport> {
 export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Promise<ScenarioReport> {
   const name = '6. vs baseline';
   const ROLLOUTS = 2_000;
+  const WARM_UP = 500;
   const CONCURRENCY = 32;
   const ROUNDS = 3;
   await ctx.service.configure(COUNTER);
@@ -354,6 +355,11 @@ export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Pro
       gyms[side] = await startGym({ serviceUrl: ctx.service.url, concurrency: CONCURRENCY, workDir: path.join(ctx.workDir, `env-${side}`), ...(root ? { root } : {}) });
     }
     const input = await dataset(ctx, ROLLOUTS);
+    // A short warm-up per side first: a fresh server's first rollouts run on V8's baseline tiers.
+    for (const side of Object.keys(sides) as Array<keyof typeof sides>) {
+      const root = sides[side];
+      await collectAll(ctx, gyms[side], input, WARM_UP, CONCURRENCY, `${side}-warm-up`, WARM_UP, root);
+    }
     const cpu: Record<keyof typeof sides, number[]> = { baseline: [], current: [] };
     const collectorPeak: Record<keyof typeof sides, number> = { baseline: 0, current: 0 };
     const split: Record<keyof typeof sides, Array<Record<string, number>>> = { baseline: [], current: [] };
