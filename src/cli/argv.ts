@@ -63,6 +63,7 @@ const FLAGS = {
   inputs: { long: '--inputs', value: 'string', metavar: 'JSONL', key: 'materialized_inputs_jsonl_fpath', help: 'The run\'s <stem>_materialized_inputs.jsonl (+materialized_inputs_jsonl_fpath).' },
   rollouts: { long: '--rollouts', value: 'string', metavar: 'JSONL', key: 'rollouts_jsonl_fpath', help: 'The run\'s rollouts file (+rollouts_jsonl_fpath).' },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
+  quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
   host: { long: '--host', value: 'string', metavar: 'HOST', key: 'host', help: 'Address to serve on (+host; default 127.0.0.1, this machine only).' },
@@ -126,8 +127,8 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   quickstart: {
     summary: 'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
-    flags: [FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
-    examples: ['gym quickstart', 'gym quickstart --brain NAME'],
+    flags: [FLAGS.quickstartEnv, FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
+    examples: ['gym quickstart', 'gym quickstart --env counter', 'gym quickstart --brain NAME'],
   },
   'agent check': {
     summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',

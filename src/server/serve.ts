@@ -8,12 +8,20 @@ export interface ServeContext {
   instance: ServerInstance;
 }
 
+export interface ServeInstanceOptions {
+  /** Runs after the server stopped listening on SIGINT/SIGTERM, before the process exits (release resources). */
+  onShutdown?: () => Promise<void>;
+}
+
 /**
  * Entry point of a server process started by `gym env start`: read this instance's config from the environment
  * (`NEMO_GYM_CONFIG_DICT` + `NEMO_GYM_CONFIG_PATH`), build the app, listen on the assigned host and port, and close
  * cleanly on SIGINT/SIGTERM.
  */
-export async function serveInstance(build: (ctx: ServeContext) => App | Promise<App>): Promise<void> {
+export async function serveInstance(
+  build: (ctx: ServeContext) => App | Promise<App>,
+  options: ServeInstanceOptions = {},
+): Promise<void> {
   try {
     const ctx = readServerEnv();
     const app = await build(ctx);
@@ -32,7 +40,11 @@ export async function serveInstance(build: (ctx: ServeContext) => App | Promise<
     });
     process.stdout.write(`${instance.name} listening on ${listening.url}\n`);
     const stop = (): void => {
-      void listening.close().then(() => process.exit(0));
+      void listening
+        .close()
+        .then(() => options.onShutdown?.())
+        .catch((err: unknown) => process.stderr.write(`Error while stopping: ${err instanceof Error ? err.message : String(err)}\n`))
+        .finally(() => process.exit(0));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
