@@ -46,6 +46,14 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
       return startCounterPlannerService(counterServiceOptions(settings));
     },
   },
+  {
+    name: 'shell',
+    displayName: 'shell environment (bubblewrap sandboxes)',
+    config: 'resources_servers/shell/configs/shell.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/shell/data/example.jsonl',
+    startService: async () => (await import('../../../examples/shell-solver/index.js')).startShellSolver(),
+  },
   // Further entries (one per environment, same shape), e.g.:
   //   { name: 'math', displayName: 'math environment', config: 'resources_servers/math/configs/math.yaml',
   //     agentName: 'remote_agent', exampleData: 'resources_servers/math/data/example.jsonl',
