@@ -87,12 +87,13 @@ def run_command(op):
             continue
         if done == pid:
             status = code
-    # The command's shell has exited: nothing else of its tree may outlive it.
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    # The command's shell has exited: nothing else of its tree may outlive it. Kill again after every reap, so a
+    # process forked while the previous kill was delivered (a fork bomb) cannot slip through.
     while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         try:
             os.wait()
         except ChildProcessError:
@@ -124,6 +125,15 @@ def read_file(op):
         data = handle.read(op['max_bytes'] + 1)
     truncated = len(data) > op['max_bytes']
     data = data[:op['max_bytes']]
+    if truncated:
+        # Do not cut a UTF-8 character in half at the cap.
+        for cut in range(min(3, len(data)) + 1):
+            try:
+                (data[:len(data) - cut] if cut else data).decode('utf-8')
+                data = data[:len(data) - cut] if cut else data
+                break
+            except UnicodeDecodeError:
+                continue
     report({'content': data.decode('utf-8', errors='replace'), 'size': size, 'truncated': truncated})
 
 

@@ -160,12 +160,14 @@ async function onPath(tool: string): Promise<boolean> {
 /** Unmount and delete the owner dirs of processes that no longer run (a SIGKILLed environment leaves its mounts). */
 async function removeStaleOwners(baseDir: string): Promise<number> {
   mkdirSync(baseDir, { recursive: true, mode: 0o711 });
+  // bwrap runs as each session's uid and must traverse down to the work dir it binds.
+  chmodSync(baseDir, 0o711);
   let removed = 0;
   for (const name of readdirSync(baseDir)) {
     if (!name.startsWith(OWNER_PREFIX)) continue;
-    const pid = Number(name.slice(OWNER_PREFIX.length).split('-')[0]);
+    const [pid, startTime] = name.slice(OWNER_PREFIX.length).split('-').map(Number);
     const dir = path.join(baseDir, name);
-    if (Number.isInteger(pid) && pid !== process.pid && processAlive(pid, name)) continue;
+    if (pid === undefined || startTime === undefined || ownerAlive(pid, startTime)) continue;
     await unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });
     removed++;
@@ -173,14 +175,19 @@ async function removeStaleOwners(baseDir: string): Promise<number> {
   return removed;
 }
 
-/** Owner dirs are named `owner-<pid>-<start time>` so a recycled pid is not mistaken for the owner. */
-function processAlive(pid: number, ownerName: string): boolean {
+/**
+ * Owner dirs are named `owner-<pid>-<start time>-<n>` (one per host; a process may open several): the start time
+ * keeps a recycled pid from passing for the owner.
+ */
+function ownerAlive(pid: number, startTime: number): boolean {
   try {
-    return `${OWNER_PREFIX}${pid}-${processStartTime(pid)}` === ownerName;
+    return processStartTime(pid) === String(startTime);
   } catch {
     return false;
   }
 }
+
+let hostsOpened = 0;
 
 function processStartTime(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -209,7 +216,7 @@ export class SandboxHost {
     /** Owner dirs of dead previous processes removed at start-up. */
     readonly staleRemoved: number,
   ) {
-    this.ownerDir = path.join(baseDir, `${OWNER_PREFIX}${process.pid}-${processStartTime(process.pid)}`);
+    this.ownerDir = path.join(baseDir, `${OWNER_PREFIX}${process.pid}-${processStartTime(process.pid)}-${++hostsOpened}`);
     mkdirSync(this.ownerDir, { recursive: true, mode: 0o711 });
   }
 
@@ -516,6 +523,8 @@ export class Sandbox {
     args.push('--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev', '--size', String(TMP_BYTES), '--tmpfs', '/tmp');
     args.push('--bind', this.workDir, '/work', '--ro-bind', LAUNCHER, '/.tsgym/launcher.py');
     for (const [from, to] of roBinds) args.push('--ro-bind', from, to);
+    // The root bwrap builds is a tmpfs: make it read-only too, so the work dir (and the private /tmp) is all a command can write.
+    args.push('--remount-ro', '/');
     args.push('--chdir', '/work', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox');
     args.push('--', SANDBOX_PYTHON, '-I', '-S', '/.tsgym/launcher.py');
     return args;
