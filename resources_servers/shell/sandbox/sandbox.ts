@@ -168,6 +168,8 @@ async function removeStaleOwners(baseDir: string): Promise<number> {
     const [pid, startTime] = name.slice(OWNER_PREFIX.length).split('-').map(Number);
     const dir = path.join(baseDir, name);
     if (pid === undefined || startTime === undefined || ownerAlive(pid, startTime)) continue;
+    // A sandbox of the dead owner that escaped --die-with-parent still names its work dir in its bwrap arguments.
+    killProcesses((proc) => proc.cmdline.includes(`${dir}/`));
     await unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });
     removed++;
@@ -372,10 +374,16 @@ export class Sandbox {
     this.usage.outputBytes += launched.stdout.length + launched.stderr.length;
     const stderrText = launched.stderr.toString('utf8');
     let limit: LimitName | null = launched.killedFor === 'wall_time' ? wallLimit : launched.killedFor === 'output' && outputBytes < limits.outputBytes ? 'session_output' : launched.killedFor;
+    // A fork bomb floods stderr with refused forks: the processes limit is the cause worth naming, not the flood.
+    if (limit === 'output' && FORK_FAILED.test(stderrText)) limit = 'processes';
     limit ??= this.inferLimit(exitCode, stderrText, cpuMs, cpuSecs, cpuSecs < limits.commandCpuSecs);
     if (!launched.report && !launched.killedFor) {
       throw new SandboxError(`the sandbox did not report the command's result (stderr: ${stderrText.slice(0, 500)})`);
     }
+    // A command stopped by a session budget used it up (the kernel's CPU accounting can stop a hair short of it).
+    if (limit === 'session_cpu_time') this.usage.cpuMs = Math.max(this.usage.cpuMs, limits.sessionCpuSecs * 1000);
+    if (limit === 'session_wall_time') this.usage.wallMs = Math.max(this.usage.wallMs, limits.sessionWallSecs * 1000);
+    if (limit === 'session_output') this.usage.outputBytes = Math.max(this.usage.outputBytes, limits.sessionOutputBytes);
     const note = limit ? `\nsandbox: stopped by the ${limitText(limit, limits, timeoutMs)}\n` : '';
     return {
       exit_code: exitCode,
@@ -502,7 +510,9 @@ export class Sandbox {
     if (this.destroyed) return;
     this.destroyed = true;
     for (const child of this.running) child.kill('SIGKILL');
-    await Promise.all([...this.running].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('close', () => resolve())))));
+    await Promise.all([...this.running].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))));
+    // Every process of the session's uid is the session's: none may survive it.
+    killProcesses((proc) => proc.uid === this.uid);
     await this.host.release(this);
   }
 
@@ -564,6 +574,17 @@ export class Sandbox {
         this.running.delete(child);
         reject(new SandboxError(`could not start bubblewrap: ${err.message}`));
       });
+      child.once('exit', () => {
+        clearTimeout(timer);
+        if (killedFor === null && !this.destroyed) return;
+        // Killed while bwrap was still setting up, its child can miss --die-with-parent's signal and live on as an
+        // orphan (host parent pid 1) holding our pipes. Sandbox processes only ever have host parent 1 that way.
+        killProcesses((proc) => proc.uid === this.uid && proc.ppid === 1);
+        // Whatever still holds a pipe cannot keep this call waiting.
+        setTimeout(() => {
+          for (const stream of [child.stdout, child.stderr, reportStream]) (stream as NodeJS.ReadableStream & { destroy(): void }).destroy();
+        }, 1000).unref();
+      });
       child.once('close', () => {
         clearTimeout(timer);
         this.running.delete(child);
@@ -588,6 +609,44 @@ export class Sandbox {
         });
       });
     });
+  }
+}
+
+interface HostProcess {
+  pid: number;
+  ppid: number;
+  uid: number;
+  cmdline: string;
+}
+
+function hostProcesses(): HostProcess[] {
+  const found: HostProcess[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+      const ppid = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
+      found.push({ pid: Number(name), ppid, uid, cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ') });
+    } catch {
+      // It ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** SIGKILL every host process `match` selects, until none is left (bounded: a fork bomb is capped by its NPROC). */
+function killProcesses(match: (proc: HostProcess) => boolean): void {
+  for (let round = 0; round < 20; round++) {
+    const targets = hostProcesses().filter((proc) => proc.pid !== process.pid && match(proc));
+    if (targets.length === 0) return;
+    for (const proc of targets) {
+      try {
+        process.kill(proc.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
   }
 }
 
