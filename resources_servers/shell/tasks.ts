@@ -27,16 +27,17 @@ export const DEFAULT_CHECK_COMMAND = 'sh /check/check.sh';
 const MAX_FILES = 1000;
 const MAX_TASK_BYTES = 32 * 1024 * 1024;
 
-/** A path inside the work dir (or the check dir) as a task may name it: relative, no `..`, no NUL. */
-const RelativePath = z
-  .string()
-  .min(1)
-  .max(4096)
-  .refine((p) => !p.startsWith('/') && !p.includes('\0') && !p.split('/').includes('..') && p.split('/').every((part) => part !== ''), {
-    message: "must be a relative path without '..', empty parts or NUL",
-  });
+/** A path inside the work dir (or the check dir) as a task may name it: relative, no `..`, no empty part, no NUL. */
+function isTaskPath(p: string): boolean {
+  return p.length > 0 && p.length <= 4096 && !p.startsWith('/') && !p.includes('\0') && p.split('/').every((part) => part !== '' && part !== '..');
+}
 
-const Files = z.record(RelativePath, z.string()).refine((files) => Object.keys(files).length <= MAX_FILES, { message: `at most ${MAX_FILES} files` });
+const Files = z.record(z.string(), z.string()).superRefine((files, ctx) => {
+  const names = Object.keys(files);
+  if (names.length > MAX_FILES) ctx.addIssue({ code: 'custom', message: `at most ${MAX_FILES} files` });
+  const bad = names.find((name) => !isTaskPath(name));
+  if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(bad)} must be a relative path without '..', empty parts or NUL` });
+});
 
 const RewardRuleSchema = z.enum(['all', 'fraction']);
 
