@@ -60,6 +60,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
       baseUrl: config.agentBaseUrl,
       timeoutSecs: config.remoteResponsesTimeoutSecs,
       maxResponseBytes: config.maxResponseBytes,
+      auth: config.auth,
       ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
       ...(debug ? { debug } : {}),
     }),

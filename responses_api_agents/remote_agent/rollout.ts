@@ -18,7 +18,9 @@ import type { ServiceClient } from './service-client.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
- * the service, verify on the same session, and return `{...row, ...verifyResult}`. Every failure becomes a
+ * the service, verify on the same session, and return what `/verify` returned, as the reference does (decision C4):
+ * the environment decides what a row holds and may leave dataset fields out on purpose (answer keys, images, bulky
+ * inputs); the collector adds its stamps. Every failure becomes a
  * reward-0 row (remote-agent-cases.md §0.1) whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
  */
@@ -118,11 +120,8 @@ async function seedLoopVerify(
     ),
   );
   warnAboutUsage(trajectory, ctx.log);
-  const verified = await stage(
-    '/verify on the resources server failed: ',
-    ctx.environment.verify({ ...row, response }, envJar, budget),
-  );
-  return { ...row, ...verified };
+  // The verify response is the row (C4): the dataset row is not merged back in.
+  return stage('/verify on the resources server failed: ', ctx.environment.verify({ ...row, response }, envJar, budget));
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {

@@ -105,8 +105,29 @@ describe('I. Gym-side failures', () => {
       const result = await h.run(basicRow('q', { dataset_extra: 7 }));
       assert.equal(result.reward, 0.5);
       assert.equal(result.grading_notes, 'half right');
-      assert.equal(result.dataset_extra, 7);
       assert.equal(result._ng_failure_class, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('C4: a success row is exactly what /verify returned; dataset fields it leaves out stay out', async () => {
+    let verifyResponse: Record<string, unknown> | undefined;
+    const app = new App()
+      .post('/seed_session', () => ({ body: {} }))
+      .post('/verify', (req) => {
+        const body = req.json() as Record<string, any>;
+        // Like a NeMo Gym environment whose verify model declares only some fields: no answer key, no bulky input.
+        verifyResponse = { responses_create_params: body.responses_create_params, response: body.response, reward: 1, category: 'kept' };
+        return { body: verifyResponse };
+      });
+    const env = await listenEnv(app, 'omitting_env');
+    const h = await startHarness({ service: [finalAnswer('ok')], env });
+    try {
+      const result = await h.run(basicRow('q', { ground_truth: 'secret answer', circles: [[1, 2, 3]], category: 'from-row' }));
+      assert.deepEqual(result, verifyResponse);
+      assert.equal('ground_truth' in result, false);
+      assert.equal('verifier_metadata' in result, false);
     } finally {
       await h.close();
     }

@@ -63,6 +63,9 @@ const FLAGS = {
   inputs: { long: '--inputs', value: 'string', metavar: 'JSONL', key: 'materialized_inputs_jsonl_fpath', help: 'The run\'s <stem>_materialized_inputs.jsonl (+materialized_inputs_jsonl_fpath).' },
   rollouts: { long: '--rollouts', value: 'string', metavar: 'JSONL', key: 'rollouts_jsonl_fpath', help: 'The run\'s rollouts file (+rollouts_jsonl_fpath).' },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
+  caFile: { long: '--ca-file', value: 'string', metavar: 'PATH', key: 'ca_file', help: 'Trust this PEM CA for an https:// service with a private CA, as agent_ca_file does (+ca_file).' },
+  apiKeyEnv: { long: '--api-key-env', value: 'string', metavar: 'NAME', key: 'api_key_env', help: 'Send the value of environment variable NAME as Authorization: Bearer, as agent_api_key_env does (+api_key_env).' },
+  rows: { long: '--rows', value: 'string', metavar: 'JSONL', key: 'rows', help: "Probe with an environment's dataset rows (each row's responses_create_params and tools) instead of the counter conversations (+rows)." },
   quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
@@ -132,9 +135,13 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   'agent check': {
     summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
-    flags: [FLAGS.json],
+    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows],
     positionals: ['url'],
-    examples: ['gym agent check http://localhost:9000'],
+    examples: [
+      'gym agent check http://localhost:9000',
+      'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN',
+      'gym agent check http://localhost:9000 --rows resources_servers/example_session_state_mgmt/data/example.jsonl',
+    ],
   },
   view: {
     summary: 'Serve a local viewer of a rollouts file and its failures sidecar: a table of every rollout, and each trajectory step by step.',

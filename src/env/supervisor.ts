@@ -4,17 +4,15 @@ import {
   installRoot,
   isPortFree,
   listServerInstances,
-  resolveLaunch,
-  resolveServerDir,
   searchRoots,
   serverEnv,
   type GlobalConfig,
-  type LaunchSpec,
   type ServerInstance,
 } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
 import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from '../server/head-server.js';
+import { describePlans, planServer, type Plan } from './plan.js';
 import { answers, waitUntilAnswering } from './readiness.js';
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
@@ -77,13 +75,6 @@ const NO_SERVERS_MESSAGE =
   'No server instances are configured, so there is nothing to run. Pass one or more configs, e.g.:\n' +
   '  gym env start --config resources_servers/<env>/configs/<env>.yaml --config <agent config>.yaml';
 
-interface Plan {
-  instance: ServerInstance;
-  dirPath: string;
-  entrypoint: string;
-  launch: LaunchSpec;
-}
-
 export async function startEnvironment(config: GlobalConfig, options: StartOptions = {}): Promise<RunningEnvironment> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
@@ -95,14 +86,11 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
   const head = headAddress(config);
   assertDistinctAddresses(head, instances);
   // Everything that can be wrong in the config is checked before the first process starts.
-  const roots = searchRoots(env, cwd);
-  const plans: Plan[] = instances.map((instance) => {
-    const entrypoint = String(instance.config.entrypoint ?? '');
-    const dirPath = resolveServerDir(instance.serverType, instance.impl, roots);
-    return { instance, dirPath, entrypoint, launch: resolveLaunch(dirPath, entrypoint, installRoot()) };
-  });
+  const planContext = { config, roots: searchRoots(env, cwd), installRoot: installRoot(), cwd, env };
+  const plans: Plan[] = instances.map((instance) => planServer(instance, planContext));
   await assertServerPortsFree(instances);
   const logDir = makeLogDir(config, options.logDir, cwd);
+  out.write(describePlans(plans));
 
   const supervisor = new Supervisor(config, plans, logDir, out, env, options.graceMs ?? DEFAULT_GRACE_MS);
   await supervisor.listenHead(head);
@@ -152,7 +140,7 @@ class Supervisor {
       const server = new ServerProcess({
         name: instance.name,
         launch: plan.launch,
-        env: { ...this.env, ...serverEnv(this.config, instance.name) },
+        env: { ...this.env, ...plan.launch.env, ...serverEnv(this.config, instance.name) },
         logFile: path.join(this.logDir, `${instance.name}.log`),
         out: this.out,
       });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { CreateParams, ResponseObject } from '../contract.js';
 import type { TaskMetricsHook } from '../profile/metrics.js';
 import { RESERVED_ROUTES } from '../server/resources-server.js';
-import type { SessionOptions } from './sessions.js';
+import type { DisposeReason, SessionOptions } from './sessions.js';
 
 /**
  * What an environment author writes: the spec handed to `defineEnvironment`, and the checks that run once, when
@@ -80,8 +80,11 @@ export interface EnvironmentSpec<SeedRow, State, VerifyRow> {
    * inputs. By default the response echoes every field of the request body, plus `reward` and the extras.
    */
   dropFields?: readonly string[];
-  /** Releases what a state holds (a sandbox, a file) when its session is verified, expires or the server stops. */
-  dispose?: (state: State) => void | Promise<void>;
+  /**
+   * Releases what a state holds (a sandbox, a file) when its session is verified, expires, is re-seeded or the
+   * server stops. Runs after the reply; a throw or rejection is logged, never sent to a client.
+   */
+  dispose?: (state: State, reason: DisposeReason) => void | Promise<void>;
   /**
    * Extra aggregate metrics over all rollouts grouped by task; the returned entries are merged into (and may
    * replace) the defaults in `agent_metrics`; `per_task_metrics: [{_ng_task_index, …}]` extends the task groups.

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { placeholderResponse } from '../contract.js';
 import { request, type HttpResponse } from '../http/client.js';
+import { eventually } from '../env/testing-fixtures.js';
 import { CookieJar } from '../http/cookies.js';
 import { defineEnvironment, serveEnvironment, ToolError, z, type RunningEnvironment } from './index.js';
 
@@ -16,8 +17,11 @@ interface Notebook {
   owner: string;
 }
 
+/** A disposed state, with why it was disposed. */
+type Disposed = Notebook & { reason?: string };
+
 /** A small stateful environment: a notebook per session; reward = the notes match the expected ones. */
-function notebookEnvironment(disposed: Notebook[] = [], options: { idleTimeoutSecs?: number; maxSessions?: number } = {}) {
+function notebookEnvironment(disposed: Disposed[] = [], options: { idleTimeoutSecs?: number; maxSessions?: number } = {}) {
   return defineEnvironment({
     name: 'notebook',
     seedRow: z.looseObject({ owner: z.string() }),
@@ -58,8 +62,8 @@ function notebookEnvironment(disposed: Notebook[] = [], options: { idleTimeoutSe
       };
     },
     dropFields: ['expected_notes'],
-    dispose: (state) => {
-      disposed.push(state);
+    dispose: (state, reason) => {
+      disposed.push({ ...state, reason });
     },
     aggregateMetrics: (tasks) => ({ 'mean/reward': -1, tasks_seen: tasks.length }),
     sessions: options,
@@ -86,17 +90,8 @@ function verifyBody(expected: string[], extra: Record<string, unknown> = {}) {
   return { responses_create_params: { input: 'take notes' }, response: placeholderResponse(), expected_notes: expected, owner: 'dana', ...extra };
 }
 
-/** Poll `condition` until it holds or `ms` pass (no sleep-as-synchronisation). */
-async function eventually(condition: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe('environment kit', () => {
-  const disposed: Notebook[] = [];
+  const disposed: Disposed[] = [];
   let env: RunningEnvironment;
   before(async () => {
     env = await serveEnvironment(notebookEnvironment(disposed));
@@ -154,8 +149,8 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'x' }, jar);
     const before = disposed.length;
     await post(env, '/verify', verifyBody(['x']), jar);
-    await eventually(() => disposed.length === before + 1);
-    assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn' });
+    await eventually(() => disposed.length === before + 1, 3_000, 'the verified state is disposed');
+    assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn', reason: 'verified' });
 
     const late = await post(env, '/add_note', { text: 'y' }, jar);
     assert.equal(late.status, 409);
@@ -219,8 +214,8 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'old' }, jar);
     const before = disposed.length;
     await post(env, '/seed_session', { owner: 'kim' }, jar);
-    await eventually(() => disposed.length === before + 1);
-    assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo' });
+    await eventually(() => disposed.length === before + 1, 3_000, 'the replaced state is disposed');
+    assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo', reason: 'replaced' });
     assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'kim', notes: [] });
   });
 
@@ -243,14 +238,15 @@ describe('environment kit', () => {
 
 describe('environment kit: session lifetime', () => {
   it('expires an idle session and disposes its state, so an abandoned rollout leaks nothing', async () => {
-    const disposed: Notebook[] = [];
+    const disposed: Disposed[] = [];
     const env = await serveEnvironment(notebookEnvironment(disposed, { idleTimeoutSecs: 0.05 }));
     try {
       const jar = new CookieJar();
       await post(env, '/seed_session', { owner: 'abandoned' }, jar);
       assert.equal(env.server.sessions.size, 1);
-      await eventually(() => disposed.length === 1);
+      await eventually(() => disposed.length === 1, 3_000, 'the idle session expires and is disposed');
       assert.equal(disposed[0]!.owner, 'abandoned');
+      assert.equal(disposed[0]!.reason, 'expired');
       assert.equal(env.server.sessions.size, 0);
       const res = await post(env, '/read_notes', {}, jar);
       assert.equal(res.status, 409);
@@ -277,6 +273,71 @@ describe('environment kit: session lifetime', () => {
     await post(env, '/seed_session', {});
     await env.close();
     assert.equal(released, 2);
+  });
+
+  it('logs a failing dispose and keeps serving', async () => {
+    const lines: string[] = [];
+    const env = await serveEnvironment(
+      defineEnvironment({
+        name: 'leaky',
+        createState: () => ({}),
+        verify: () => ({ reward: 1 }),
+        dispose: async () => {
+          throw new Error('sandbox already gone');
+        },
+      }),
+      { log: (line) => lines.push(line) },
+    );
+    try {
+      const jar = new CookieJar();
+      await post(env, '/seed_session', {}, jar);
+      assert.equal((await post(env, '/verify', verifyBody([]), jar)).status, 200);
+      await eventually(() => lines.length === 1, 3_000, 'the failing dispose is logged');
+      assert.match(lines[0]!, /^\[leaky\] dispose\(state\) failed: sandbox already gone$/);
+      assert.equal((await post(env, '/seed_session', {})).status, 200, 'the server still answers');
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('disposes live sessions with reason shutdown when the server closes', async () => {
+    const disposed: Disposed[] = [];
+    const env = await serveEnvironment(notebookEnvironment(disposed));
+    await post(env, '/seed_session', { owner: 'late' });
+    await env.close();
+    assert.deepEqual(disposed, [{ notes: [], owner: 'late', reason: 'shutdown' }]);
+  });
+
+  it('stops waiting for a dispose that never finishes after shutdownWaitMs, and says so', async () => {
+    const lines: string[] = [];
+    const env = await serveEnvironment(
+      defineEnvironment({ name: 'stuck', createState: () => ({}), verify: () => ({ reward: 0 }), dispose: () => new Promise<void>(() => {}) }),
+      { shutdownWaitMs: 50, log: (line) => lines.push(line) },
+    );
+    await post(env, '/seed_session', {});
+    await env.close();
+    assert.deepEqual(lines, ['[stuck] 1 dispose(state) calls still pending after 50 ms; stopping anyway']);
+  });
+
+  it('counts sessions created by initialState against maxSessions too', async () => {
+    const env = await serveEnvironment(
+      defineEnvironment({
+        name: 'tally',
+        createState: () => ({ n: 0 }),
+        initialState: () => ({ n: 0 }),
+        tools: (tool) => ({ bump: tool({ description: 'Add one.', input: z.object({}), run: (_args, { state }) => ({ n: ++state.n }) }) }),
+        verify: () => ({ reward: 0 }),
+        sessions: { maxSessions: 1 },
+      }),
+    );
+    try {
+      assert.deepEqual((await post(env, '/bump', {})).json(), { n: 1 });
+      const full = await post(env, '/bump', {});
+      assert.equal(full.status, 503);
+      assert.match(String(detailOf(full)), /^\/bump: environment 'tally' already holds 1 live sessions/);
+    } finally {
+      await env.close();
+    }
   });
 
   it('answers 503 once maxSessions sessions are live', async () => {
@@ -323,6 +384,49 @@ describe('environment kit: definitions', () => {
       assert.equal(res.status, 500);
       assert.match(String(detailOf(res)), /verify\(\) of environment 'broken' returned an invalid outcome: reward must be a finite number/);
       assert.equal(lines.length, 1);
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('answers 500 for a tool result JSON cannot encode, and keeps serving', async () => {
+    const env = await serveEnvironment(
+      defineEnvironment({
+        name: 'cyclic',
+        tools: (tool) => ({
+          loop: tool({
+            description: 'Returns a cycle.',
+            input: z.object({}),
+            run: () => {
+              const node: Record<string, unknown> = {};
+              node.self = node;
+              return node;
+            },
+          }),
+          ok: tool({ description: 'Fine.', input: z.object({}), run: () => ({ ok: true }) }),
+        }),
+        verify: () => ({ reward: 0 }),
+      }),
+    );
+    try {
+      const bad = await post(env, '/loop', {});
+      assert.equal(bad.status, 500);
+      assert.match(bad.text(), /the reply could not be encoded as JSON: .*circular/i);
+      assert.ok(bad.setCookies.some((line) => line.startsWith('CyclicResourcesServer___cyclic=')), 'the 500 still carries the session cookie');
+      assert.deepEqual((await post(env, '/ok', {})).json(), { ok: true });
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('validates the seed row of a stateless environment that declares seedRow', async () => {
+    const env = await serveEnvironment(defineEnvironment({ name: 'quiz', seedRow: z.looseObject({ question_id: z.string() }), verify: () => ({ reward: 0 }) }));
+    try {
+      const bad = await post(env, '/seed_session', { question: 1 });
+      assert.equal(bad.status, 422);
+      assert.deepEqual((detailOf(bad) as Array<{ loc: unknown[] }>)[0]!.loc, ['body', 'question_id']);
+      assert.equal((await post(env, '/seed_session', { question_id: 'q1' })).status, 200);
+      assert.equal(env.server.sessions.size, 0, 'nothing is stored for a stateless environment');
     } finally {
       await env.close();
     }

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { ResponseObject, CreateParams } from '../contract.js';
+import { ConfigError } from '../errors.js';
 import { HttpError, parseBody, type App, type Listening } from '../http/server.js';
 import { createResourcesServer, tool as baseTool, type SessionContext, type Tool, type VerifyResult } from '../server/resources-server.js';
 import { serveInstance, type ServeContext } from '../server/serve.js';
 import { ToolError, type Environment, type ToolSpec, type VerifyOutcome } from './define.js';
-import { SessionStore, type SessionOptions } from './sessions.js';
+import { SessionStore, type DisposeReason, type SessionOptions } from './sessions.js';
 
 /**
  * A defined environment as a running resources server, on the shared base (`createResourcesServer`): the kit adds
@@ -20,6 +21,8 @@ export interface EnvironmentServerOptions {
   sessions?: SessionOptions;
   /** Where one-line failure reports go (a failing dispose, a verify outcome that breaks the rules). Default stderr. */
   log?: (line: string) => void;
+  /** How long `close()` waits for pending disposals. Default 1 500 ms: inside the 2 s `gym env start` allows a stopping server. */
+  shutdownWaitMs?: number;
 }
 
 /** Fields of the verify response that the environment's outcome may not set. */
@@ -31,6 +34,7 @@ export class EnvironmentServer {
   private readonly pendingDisposals = new Set<Promise<void>>();
   private readonly log: (line: string) => void;
   private readonly instanceName: string;
+  private readonly shutdownWaitMs: number;
 
   constructor(
     readonly environment: Environment,
@@ -39,7 +43,8 @@ export class EnvironmentServer {
     const spec = environment.spec;
     this.instanceName = options.instanceName ?? environment.name;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
-    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state) => this.dispose(state));
+    this.shutdownWaitMs = options.shutdownWaitMs ?? 1_500;
+    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
     const stateful = spec.createState !== undefined;
     const tools: Record<string, Tool<any>> = {};
     for (const [name, definition] of environment.tools) tools[name] = this.route(name, definition, stateful);
@@ -47,7 +52,7 @@ export class EnvironmentServer {
     this.app = createResourcesServer({
       className: environment.className,
       instanceName: this.instanceName,
-      ...(stateful ? { seed: this.seedTool() } : {}),
+      ...(stateful || spec.seedRow ? { seed: this.seedTool() } : {}),
       tools,
       verify: async (body, ctx) => this.verify(body, ctx, stateful),
       ...(spec.aggregateMetrics ? { computeMetrics: spec.aggregateMetrics } : {}),
@@ -61,28 +66,50 @@ export class EnvironmentServer {
     return { ...listening, close: () => listening.close().then(() => this.close()) };
   }
 
-  /** Dispose every live session and wait for all disposals (the server's shutdown). */
+  /**
+   * Dispose every live session and wait for the disposals (the server's shutdown) — at most `shutdownWaitMs`, so a
+   * hanging `dispose` cannot keep a stopping server alive; what is still pending then is logged.
+   */
   async close(): Promise<void> {
     this.sessions.clear();
-    while (this.pendingDisposals.size > 0) await Promise.all(this.pendingDisposals);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), this.shutdownWaitMs);
+    });
+    try {
+      while (this.pendingDisposals.size > 0) {
+        if ((await Promise.race([Promise.all(this.pendingDisposals), deadline])) === 'late') {
+          this.log(`[${this.instanceName}] ${this.pendingDisposals.size} dispose(state) calls still pending after ${this.shutdownWaitMs} ms; stopping anyway`);
+          return;
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private seedTool(): Tool<unknown> {
     const spec = this.environment.spec;
     const seedRow = spec.seedRow ?? AnyRow;
     return baseTool(seedRow, async (row, { sessionId }) => {
+      if (!spec.createState) return {}; // a stateless environment only validates the row
       if (this.sessions.has(sessionId)) {
         if (spec.reseed === 'keep') return {};
-      } else if (this.sessions.isFull()) {
-        throw new HttpError(
-          503,
-          `/seed_session: environment '${this.instanceName}' already holds ${this.sessions.maxSessions} live sessions ` +
-            '(sessions.maxSessions). Verify finished rollouts, wait for idle ones to expire, or raise the cap.',
-        );
+      } else {
+        this.refuseWhenFull('/seed_session');
       }
-      this.sessions.set(sessionId, await spec.createState!(row, { sessionId }));
+      this.sessions.set(sessionId, await spec.createState(row, { sessionId }));
       return {};
     });
+  }
+
+  private refuseWhenFull(path: string): void {
+    if (!this.sessions.isFull()) return;
+    throw new HttpError(
+      503,
+      `${path}: environment '${this.instanceName}' already holds ${this.sessions.maxSessions} live sessions ` +
+        '(sessions.maxSessions). Verify finished rollouts, wait for idle ones to expire, or raise the cap.',
+    );
   }
 
   private route(name: string, definition: ToolSpec<any, unknown>, stateful: boolean): Tool<unknown> {
@@ -93,6 +120,7 @@ export class EnvironmentServer {
         state = this.sessions.get(sessionId);
         if (state === undefined) {
           if (!initialState) throw this.noSession(`/${name}`);
+          this.refuseWhenFull(`/${name}`);
           state = initialState();
           this.sessions.set(sessionId, state);
         }
@@ -124,7 +152,7 @@ export class EnvironmentServer {
       // Dropped whether verify succeeded or threw: a verified session is finished either way.
       if (stateful) {
         const taken = this.sessions.take(ctx.sessionId);
-        if (taken !== undefined) this.dispose(taken);
+        if (taken !== undefined) this.dispose(taken, 'verified');
       }
     }
     return this.verifyResponse(body, outcome);
@@ -156,11 +184,11 @@ export class EnvironmentServer {
     );
   }
 
-  private dispose(state: unknown): void {
+  private dispose(state: unknown, reason: DisposeReason): void {
     const hook = this.environment.spec.dispose;
     if (!hook) return;
     const done: Promise<void> = Promise.resolve()
-      .then(() => hook(state))
+      .then(() => hook(state, reason))
       .catch((err: unknown) => {
         this.log(`[${this.instanceName}] dispose(state) failed: ${err instanceof Error ? err.message : String(err)}`);
       })
@@ -214,16 +242,39 @@ export async function serveEnvironment(
 /**
  * The entry point of an environment's `app.ts` when `gym env start` launches it: read the instance's config
  * from the environment variables Gym sets, listen on its host and port, dispose every session on SIGINT/SIGTERM.
- * Pass a function to build the environment from the instance's config block (`ctx.instance.config`).
+ * Pass a function to build the environment from the instance's config block (`ctx.instance.config`). The block's
+ * `session_idle_timeout_secs` and `max_sessions` override the definition's `sessions`.
  */
 export function runEnvironment(environment: Environment | ((ctx: ServeContext) => Environment)): Promise<void> {
   let server: EnvironmentServer | undefined;
   return serveInstance(
     (ctx) => {
       const definition = typeof environment === 'function' ? environment(ctx) : environment;
-      server = new EnvironmentServer(definition, { instanceName: ctx.instance.name });
+      const sessions = { ...definition.spec.sessions, ...sessionOptionsFromConfig(ctx) };
+      server = new EnvironmentServer(definition, { instanceName: ctx.instance.name, sessions });
       return server.app;
     },
     { onShutdown: () => server?.close() ?? Promise.resolve() },
   );
+}
+
+/** `session_idle_timeout_secs` / `max_sessions` from the instance's config block, checked (a bad value names its key). */
+function sessionOptionsFromConfig({ instance }: ServeContext): SessionOptions {
+  const options: SessionOptions = {};
+  const where = `${instance.name}.${instance.serverType}.${instance.impl}`;
+  const idle = instance.config.session_idle_timeout_secs;
+  if (idle !== undefined && idle !== null) {
+    if (typeof idle !== 'number' || !Number.isFinite(idle) || idle <= 0) {
+      throw new ConfigError(`${where}.session_idle_timeout_secs must be a number of seconds > 0, got ${JSON.stringify(idle)}.`);
+    }
+    options.idleTimeoutSecs = idle;
+  }
+  const max = instance.config.max_sessions;
+  if (max !== undefined && max !== null) {
+    if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) {
+      throw new ConfigError(`${where}.max_sessions must be an integer ≥ 1, got ${JSON.stringify(max)}.`);
+    }
+    options.maxSessions = max;
+  }
+  return options;
 }

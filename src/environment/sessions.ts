@@ -12,6 +12,9 @@ export interface SessionOptions {
   maxSessions?: number;
 }
 
+/** Why a state is being disposed. */
+export type DisposeReason = 'verified' | 'expired' | 'replaced' | 'shutdown';
+
 export const DEFAULT_IDLE_TIMEOUT_SECS = 3600;
 export const DEFAULT_MAX_SESSIONS = 100_000;
 
@@ -29,7 +32,7 @@ export class SessionStore<State> {
 
   constructor(
     options: SessionOptions,
-    private readonly dispose: (state: State, reason: 'verified' | 'expired' | 'replaced' | 'shutdown') => void,
+    private readonly dispose: (state: State, reason: DisposeReason) => void,
   ) {
     const idle = options.idleTimeoutSecs ?? DEFAULT_IDLE_TIMEOUT_SECS;
     const max = options.maxSessions ?? DEFAULT_MAX_SESSIONS;

@@ -63,6 +63,8 @@ export interface RequestOptions {
   timeoutMs: number;
   maxBodyBytes?: number;
   signal?: AbortSignal;
+  /** The connection pool to use; default the process-wide one (`dispatcher()`). */
+  dispatcher?: Dispatcher;
 }
 
 // undici's index also loads fetch, WebSocket, caches and mocks: ~120 ms of every tsgym process's start-up (seen in
@@ -77,16 +79,29 @@ const agentRequest = requireUndici('undici/lib/api/api-request.js') as (
 
 let sharedDispatcher: Dispatcher | undefined;
 
-/** The process-wide keep-alive pool. Unbounded connections per origin: admission control belongs to callers. */
-export function dispatcher(): Dispatcher {
-  sharedDispatcher ??= new Agent({
+export interface PoolOptions {
+  /** PEM CA certificate(s) to trust for https:// peers instead of the system store (a private CA). */
+  ca?: string;
+}
+
+/**
+ * A keep-alive pool. Unbounded connections per origin: admission control belongs to callers. Pass `ca` for a peer
+ * whose certificate a private CA signed; certificates are still verified (host name included).
+ */
+export function createDispatcher(options: PoolOptions = {}): Dispatcher {
+  return new Agent({
     keepAliveTimeout: 15_000,
     keepAliveMaxTimeout: 60_000,
     // Our own deadline (timeoutMs) bounds every exchange; undici's 300 s defaults would cut 30-minute calls.
     headersTimeout: 0,
     bodyTimeout: 0,
-    connect: { timeout: 10_000 },
+    connect: { timeout: 10_000, ...(options.ca !== undefined ? { ca: options.ca } : {}) },
   });
+}
+
+/** The process-wide pool. */
+export function dispatcher(): Dispatcher {
+  sharedDispatcher ??= createDispatcher();
   return sharedDispatcher;
 }
 
@@ -124,7 +139,8 @@ function classify(err: unknown): TransportErrorKind {
   const code = errorCode(err);
   if (code === undefined) return 'other';
   if (CONNECT_CODES.has(code)) return 'connect';
-  if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL')) return 'tls';
+  // OpenSSL's verify codes (UNABLE_TO_VERIFY_LEAF_SIGNATURE, SELF_SIGNED_CERT_IN_CHAIN, …) and node's TLS codes.
+  if (/CERT|^ERR_TLS|^ERR_SSL|^UNABLE_TO_|SIGNATURE/.test(code)) return 'tls';
   return 'other';
 }
 
@@ -181,7 +197,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
   try {
     let res: Dispatcher.ResponseData;
     try {
-      res = await agentRequest.call(dispatcher(), {
+      res = await agentRequest.call(options.dispatcher ?? dispatcher(), {
         origin: target.origin,
         path: target.pathname + target.search,
         method: options.method ?? (body === undefined ? 'GET' : 'POST'),

@@ -166,7 +166,15 @@ export class App {
     } catch (err) {
       reply = this.errorReply(err, request);
     }
-    if (!res.destroyed) send(res, reply);
+    if (res.destroyed) return;
+    try {
+      send(res, reply);
+    } catch (err) {
+      // A body JSON cannot encode (a BigInt, a cycle) is the handler's bug: answer 500, never take the process down.
+      this.onError?.(err, request);
+      const text = `the reply could not be encoded as JSON: ${err instanceof Error ? err.message : String(err)}`;
+      send(res, { status: 500, body: text, ...(reply.setCookies ? { setCookies: reply.setCookies } : {}) });
+    }
   }
 
   private dispatch(req: GymRequest, index: number): Promise<GymReply> {
