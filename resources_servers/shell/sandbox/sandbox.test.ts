@@ -218,6 +218,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       }
     });
 
+    test('a base dir the sessions cannot reach is refused at start-up, naming the dir to open', async () => {
+      const closed = mkdtempSync(path.join(os.tmpdir(), 'tsgym-closed-'));
+      await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'inner') }), (err: Error) => {
+        assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
+        assert.match(err.message, new RegExp(`below ${closed}, which other users cannot enter.*chmod o\\+x ${closed}`));
+        return true;
+      });
+    });
+
     test('32 sandboxes at once, each with its own files', async () => {
       const started = performance.now();
       const sandboxes = await Promise.all(Array.from({ length: 32 }, (_, i) => host.create({ 'id.txt': `${i}\n` })));

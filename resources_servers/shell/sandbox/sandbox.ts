@@ -128,6 +128,13 @@ export async function openSandboxHost(options: SandboxHostOptions): Promise<Sand
     );
   }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const closed = firstClosedAncestor(path.resolve(options.baseDir));
+  if (closed) {
+    throw new SandboxUnavailableError(
+      `the sandbox base dir ${options.baseDir} is below ${closed}, which other users cannot enter; bwrap runs as each session's own uid and must reach the work dir. ` +
+        `Choose a sandbox_base_dir whose parents are all searchable (chmod o+x ${closed}), e.g. under /tmp.`,
+    );
+  }
   const removed = await removeStaleOwners(options.baseDir);
   const host = new SandboxHost(options.baseDir, limits, removed);
   await host.selfTest();
@@ -151,6 +158,15 @@ async function missingPrerequisites(): Promise<string[]> {
   if (!existsSync(SANDBOX_PYTHON)) missing.push(`${SANDBOX_PYTHON} is missing (the sandbox's launcher and tasks run on it; apt-get install python3)`);
   if (!existsSync(LAUNCHER)) missing.push(`the launcher ${LAUNCHER} is missing from the installation`);
   return missing;
+}
+
+/** The nearest existing ancestor of `dir` that others cannot search (no o+x), or undefined. */
+function firstClosedAncestor(dir: string): string | undefined {
+  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
+    const stat = lstatSafe(current);
+    if (stat && (stat.mode & 0o001) === 0) return current;
+    if (current === path.dirname(current)) return undefined;
+  }
 }
 
 async function onPath(tool: string): Promise<boolean> {
