@@ -628,14 +628,15 @@ export class Sandbox {
   }
 }
 
-interface HostProcess {
+export interface HostProcess {
   pid: number;
   ppid: number;
   uid: number;
   cmdline: string;
 }
 
-function hostProcesses(): HostProcess[] {
+/** Every process on the host (this PID namespace), read from /proc. */
+export function hostProcesses(): HostProcess[] {
   const found: HostProcess[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;

@@ -3,7 +3,8 @@
  * the processes that run under a uid or mention a path, mount points under a dir, and polling with a deadline.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { hostProcesses } from './sandbox.js';
 
 /** Why the sandbox tests cannot run here, or undefined when they can. */
 export function sandboxTestsUnavailable(): string | undefined {
@@ -17,30 +18,14 @@ export function sandboxTestsUnavailable(): string | undefined {
   return undefined;
 }
 
-function processes(): Array<{ pid: number; uid: number; cmdline: string }> {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      found.push({ pid: Number(name), uid, cmdline });
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return found;
-}
-
 /** Pids of the processes running as host uid `uid`. */
 export function pidsOfUid(uid: number): number[] {
-  return processes().filter((proc) => proc.uid === uid).map((proc) => proc.pid);
+  return hostProcesses().filter((proc) => proc.uid === uid).map((proc) => proc.pid);
 }
 
 /** Pids of the processes whose command line mentions `text` (a sandbox's bwrap names its work dir). */
 export function pidsMentioning(text: string): number[] {
-  return processes().filter((proc) => proc.cmdline.includes(text) && proc.pid !== process.pid).map((proc) => proc.pid);
+  return hostProcesses().filter((proc) => proc.cmdline.includes(text) && proc.pid !== process.pid).map((proc) => proc.pid);
 }
 
 /** Mount points at or under `dir`. */
