@@ -73,7 +73,7 @@ describe('shell solver (scripted, no model)', () => {
     for (const row of rows) {
       assert.equal(row.reward, 1);
       assert.equal(row.checks_passed, row.checks_total);
-      assert.ok(row.commands_run >= 1 || row.task_id === 'fix-shell-script');
+      assert.ok(row.commands_run >= 1, `${row.task_id} ran its commands in the sandbox`);
     }
   });
 });

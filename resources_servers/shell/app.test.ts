@@ -67,7 +67,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     const session = new Session(url);
     await session.call('seed_session', { task });
     assert.equal((await status(url)).sandboxes_live, 1);
-    assert.deepEqual((await session.call('list_dir', {})).entries, [{ name: 'data', type: 'dir', size: 60 }]);
+    assert.deepEqual((await session.call('list_dir', {})).entries.map((e: { name: string; type: string }) => [e.name, e.type]), [['data', 'dir']]);
     const ran = await session.call('run_command', { command: 'sort data/in.txt > sorted.txt; ls /check; cat sorted.txt' });
     assert.equal(ran.exit_code, 0);
     assert.equal(ran.stdout, 'a\nb\nc\n', 'the check dir does not exist while the agent works');
