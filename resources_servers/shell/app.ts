@@ -144,6 +144,7 @@ const LIMIT_KEYS: Record<string, keyof SandboxLimits> = {
   session_wall_secs: 'sessionWallSecs',
   session_cpu_secs: 'sessionCpuSecs',
   session_output_bytes: 'sessionOutputBytes',
+  session_memory_bytes: 'sessionMemoryBytes',
 };
 
 const ShellConfig = z.looseObject({
@@ -207,6 +208,7 @@ export async function createShellServer(settings: ShellServerSettings, instanceN
       stale_sandbox_dirs_removed_at_start: host.staleRemoved,
       sandbox_base_dir: host.baseDir,
       limits: host.limits,
+      session_memory_limit: host.sessionMemoryMechanism,
     },
   }));
   return {

@@ -104,6 +104,25 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     });
   });
 
+  describe('session memory', () => {
+    test('all the processes of a session together hit the session_memory limit (memory cgroup), each one within RLIMIT_AS', async (t) => {
+      if (!host.memory) return t.skip(`no writable memory cgroup here: ${host.sessionMemoryMechanism}`);
+      const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-memory-'));
+      const tight = await openSandboxHost({ baseDir: scratch, limits: { memoryBytes: 512 * MIB, sessionMemoryBytes: 96 * MIB } });
+      try {
+        const sandbox = await tight.create();
+        const hog = 'python3 -c "import time; x = bytes(range(256)) * (40 << 12); time.sleep(2)"';
+        const result = await sandbox.runCommand(`${hog} & ${hog} & ${hog} & wait`);
+        assert.equal(result.limit_exceeded, 'session_memory', JSON.stringify(result));
+        assert.match(result.stderr, /session_memory limit \(96 MiB for all the session's processes/);
+        assert.equal((await sandbox.runCommand('python3 -c "print(len(bytes(range(256)) * (40 << 12)))"')).stdout, '41943040\n', 'one alone fits');
+      } finally {
+        await tight.close();
+      }
+      assert.equal(existsSync(tight.memory!.root), false, 'the cgroups are removed with the host');
+    });
+  });
+
   describe('limits, each named in the output', () => {
     const cases: Array<{ limit: LimitName; command: string; timeoutSecs?: number; text: RegExp }> = [
       { limit: 'wall_time', command: 'sleep 5', timeoutSecs: 0.5, text: /wall_time limit \(the command ran past its 0\.5 s timeout/ },

@@ -17,6 +17,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSy
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { installRoot } from '../../../src/config/index.js';
+import { openMemoryCgroups, type MemoryCgroups, type SessionCgroup } from './memory-cgroup.js';
 import { GymError } from '../../../src/errors.js';
 
 const run = promisify(execFile);
@@ -42,6 +43,8 @@ export interface SandboxLimits {
   sessionCpuSecs: number;
   /** Per session: total stdout + stderr bytes produced. */
   sessionOutputBytes: number;
+  /** Per session: memory of all its processes together, tmpfs files included (a memory cgroup, where available). */
+  sessionMemoryBytes: number;
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = {
@@ -55,6 +58,7 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   sessionWallSecs: 300,
   sessionCpuSecs: 120,
   sessionOutputBytes: 4 * 1024 * 1024,
+  sessionMemoryBytes: 1024 * 1024 * 1024,
 };
 
 /** The limit a command ran into, as named in `limit_exceeded`. */
@@ -68,7 +72,8 @@ export type LimitName =
   | 'disk'
   | 'session_wall_time'
   | 'session_cpu_time'
-  | 'session_output';
+  | 'session_output'
+  | 'session_memory';
 
 export interface CommandResult {
   exit_code: number;
@@ -107,9 +112,12 @@ const SANDBOX_PYTHON = '/usr/bin/python3';
 const SANDBOX_UID = 1000;
 const COMMAND_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/work', LANG: 'C.UTF-8', TERM: 'dumb', TMPDIR: '/tmp', USER: 'sandbox' };
 const TMP_BYTES = 16 * 1024 * 1024;
+/** Where setpriv, bwrap and the mount tools are looked up (the environment's own PATH is checked at start-up). */
+const SYSTEM_PATH = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
 /** Host uids handed to sessions: a high range no system account uses, picked at random per sandbox. */
 const UID_RANGE = { min: 1_100_000_000, max: 2_100_000_000 };
 const OWNER_PREFIX = 'owner-';
+const CGROUP_PREFIX = 'tsgym-shell-';
 /** How shells, coreutils and Python report a fork refused by RLIMIT_NPROC. */
 const FORK_FAILED = /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
 
@@ -136,7 +144,12 @@ export async function openSandboxHost(options: SandboxHostOptions): Promise<Sand
     );
   }
   const removed = await removeStaleOwners(options.baseDir);
-  const host = new SandboxHost(options.baseDir, limits, removed);
+  const owner = `${OWNER_PREFIX}${process.pid}-${processStartTime(process.pid)}-${++hostsOpened}`;
+  const memory = await openMemoryCgroups(CGROUP_PREFIX, owner, (name) => {
+    const [pid, startTime] = name.slice(OWNER_PREFIX.length).split('-').map(Number);
+    return pid === undefined || startTime === undefined || !ownerAlive(pid, startTime);
+  });
+  const host = new SandboxHost(options.baseDir, owner, limits, removed, memory);
   await host.selfTest();
   return host;
 }
@@ -230,12 +243,20 @@ export class SandboxHost {
 
   constructor(
     readonly baseDir: string,
+    owner: string,
     readonly limits: SandboxLimits,
     /** Owner dirs of dead previous processes removed at start-up. */
     readonly staleRemoved: number,
+    /** Per-session memory cgroups, when this machine allows them. */
+    readonly memory: MemoryCgroups | undefined,
   ) {
-    this.ownerDir = path.join(baseDir, `${OWNER_PREFIX}${process.pid}-${processStartTime(process.pid)}-${++hostsOpened}`);
+    this.ownerDir = path.join(baseDir, owner);
     mkdirSync(this.ownerDir, { recursive: true, mode: 0o711 });
+  }
+
+  /** What enforces the session memory limit here. */
+  get sessionMemoryMechanism(): string {
+    return this.memory ? `memory cgroup (v${this.memory.version})` : 'none: no writable memory cgroup, RLIMIT_AS per process only';
   }
 
   get live(): number {
@@ -251,6 +272,7 @@ export class SandboxHost {
     this.uids.add(uid);
     const dir = path.join(this.ownerDir, `s${uid}`);
     const work = path.join(dir, 'work');
+    let cgroup: SessionCgroup | undefined;
     try {
       // Traversable, not listable: bwrap runs as the session's uid and must reach the work dir to bind it.
       mkdirSync(dir, { mode: 0o711 });
@@ -264,19 +286,22 @@ export class SandboxHost {
         writeFileSync(target, content, { mode: relative.endsWith('.sh') ? 0o755 : 0o644 });
       }
       chownTree(work, uid);
+      cgroup = this.memory?.create(`s${uid}`, this.limits.sessionMemoryBytes);
     } catch (err) {
+      await cgroup?.remove();
       await unmountUnder(dir);
       rmSync(dir, { recursive: true, force: true });
       this.uids.delete(uid);
       throw new SandboxError(`could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`);
     }
-    const sandbox = new Sandbox(this, uid, dir, work);
+    const sandbox = new Sandbox(this, uid, dir, work, cgroup);
     this.sandboxes.add(sandbox);
     return sandbox;
   }
 
   /** @internal Called by Sandbox.destroy. */
   async release(sandbox: Sandbox): Promise<void> {
+    await sandbox.cgroup?.remove();
     await unmountUnder(sandbox.dir);
     rmSync(sandbox.dir, { recursive: true, force: true });
     this.sandboxes.delete(sandbox);
@@ -289,6 +314,7 @@ export class SandboxHost {
     await Promise.all([...this.sandboxes].map((sandbox) => sandbox.destroy()));
     await unmountUnder(this.ownerDir);
     rmSync(this.ownerDir, { recursive: true, force: true });
+    await this.memory?.close();
   }
 
   /** One real sandbox, end to end, before the environment says it is ready: a broken machine fails at start-up. */
@@ -353,6 +379,7 @@ export class Sandbox {
     readonly uid: number,
     readonly dir: string,
     readonly workDir: string,
+    readonly cgroup: SessionCgroup | undefined,
   ) {}
 
   get limits(): SandboxLimits {
@@ -380,7 +407,9 @@ export class Sandbox {
       env: COMMAND_ENV,
       limits: this.rlimits(cpuSecs),
     };
+    const oomBefore = this.cgroup?.oomKills() ?? 0;
     const launched = await this.launch(op, { timeoutMs, outputBytes });
+    const oomKilled = (this.cgroup?.oomKills() ?? 0) > oomBefore;
     const report = launched.report ?? {};
     const cpuMs = typeof report.cpu_ms === 'number' ? report.cpu_ms : 0;
     const exitCode = typeof report.exit_code === 'number' ? report.exit_code : launched.killedFor ? 137 : -1;
@@ -389,7 +418,7 @@ export class Sandbox {
     this.usage.cpuMs += cpuMs;
     this.usage.outputBytes += launched.stdout.length + launched.stderr.length;
     const stderrText = launched.stderr.toString('utf8');
-    let limit: LimitName | null = launched.killedFor === 'wall_time' ? wallLimit : launched.killedFor === 'output' && outputBytes < limits.outputBytes ? 'session_output' : launched.killedFor;
+    let limit: LimitName | null = oomKilled ? 'session_memory' : launched.killedFor === 'wall_time' ? wallLimit : launched.killedFor === 'output' && outputBytes < limits.outputBytes ? 'session_output' : launched.killedFor;
     // A fork bomb floods stderr with refused forks: the processes limit is the cause worth naming, not the flood.
     if (limit === 'output' && FORK_FAILED.test(stderrText)) limit = 'processes';
     limit ??= this.inferLimit(exitCode, stderrText, cpuMs, cpuSecs, cpuSecs < limits.commandCpuSecs);
@@ -559,7 +588,12 @@ export class Sandbox {
   private launch(op: Record<string, unknown>, options: LaunchOptions): Promise<LaunchResult> {
     if (this.destroyed) return Promise.reject(new SandboxError('the sandbox was destroyed (session verified or expired)'));
     const started = performance.now();
-    const child = spawn('setpriv', this.bwrapArgs(options.roBinds ?? []), { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
+    const args = this.bwrapArgs(options.roBinds ?? []);
+    // With a memory cgroup, a root shell joins it first and then becomes setpriv: every process of the command
+    // starts inside the cgroup, with no window before a move.
+    const child = this.cgroup
+      ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH } })
+      : spawn('setpriv', args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH } });
     this.running.add(child);
     const stdout = new CappedBuffer();
     const stderr = new CappedBuffer();
@@ -720,5 +754,7 @@ function limitText(limit: LimitName, limits: SandboxLimits, timeoutMs: number): 
       return `session_cpu_time limit (${limits.sessionCpuSecs} CPU seconds per session)`;
     case 'session_output':
       return `session_output limit (${limits.sessionOutputBytes} bytes of output per session)`;
+    case 'session_memory':
+      return `session_memory limit (${mib(limits.sessionMemoryBytes)} for all the session's processes and files; the kernel's OOM killer stopped the command)`;
   }
 }
