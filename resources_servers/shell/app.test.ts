@@ -12,7 +12,11 @@ import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
-import { eventually, mountsUnder, pidsMentioning, sandboxTestsUnavailable } from './sandbox/testing.js';
+import { eventually, mountsUnder, pidsMentioning, pidsOfUid, sandboxTestsUnavailable } from './sandbox/testing.js';
+import { hostProcesses } from './sandbox/sandbox.js';
+
+/** Whether a process runs exactly `command` (its argv joined by spaces). */
+const running = (command: string): boolean => hostProcesses().some((proc) => proc.cmdline.trim() === command);
 
 const unavailable = sandboxTestsUnavailable();
 const APP = fileURLToPath(new URL('./app.js', import.meta.url));
@@ -212,18 +216,22 @@ describe('shell environment process', { skip: unavailable }, () => {
   test('a SIGKILLed environment leaves no sandbox process; the next start removes its dirs and mounts', async () => {
     const baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-killed-'));
     const first = await startEnvProcess({ sandbox_base_dir: baseDir });
+    const cgroup: string | null = (await status(first.url)).memory_cgroup;
     try {
       const sessions = [new Session(first.url), new Session(first.url)];
       for (const session of sessions) await session.call('seed_session', { task_dir: 'csv-transform' });
       void sessions[0]!.post('run_command', { command: 'sleep 25' }).catch(() => undefined);
-      assert.ok(await eventually(() => pidsMentioning(baseDir).length >= 1, 5000), 'the command runs (its bwrap names the work dir)');
+      assert.ok(await eventually(() => running('sleep 25'), 5000), 'the command runs');
     } finally {
       first.child.kill('SIGKILL');
       await first.exited;
     }
     const [ownerDir] = readdirSync(baseDir);
+    const uids = readdirSync(path.join(baseDir, ownerDir!)).map((name) => Number(name.slice(1)));
+    assert.equal(uids.length, 2);
     assert.equal(mountsUnder(path.join(baseDir, ownerDir!)).length, 2, 'a SIGKILLed environment leaves its mounts');
-    assert.ok(await eventually(() => pidsMentioning(baseDir).length === 0, 5000), 'bwrap --die-with-parent takes the sandboxes down with the environment');
+    const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);
+    assert.ok(await eventually(gone, 5000), 'bwrap --die-with-parent takes the running sandbox down with the environment');
 
     const second = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
@@ -231,6 +239,8 @@ describe('shell environment process', { skip: unavailable }, () => {
       assert.equal(existsSync(path.join(baseDir, ownerDir!)), false);
       assert.deepEqual(mountsUnder(path.join(baseDir, ownerDir!)), []);
       assert.equal((await status(second.url)).sandboxes_live, 0);
+      if (cgroup) assert.equal(existsSync(cgroup), false, "the dead environment's memory cgroups are removed too");
+      assert.ok(gone());
     } finally {
       second.child.kill('SIGTERM');
       await second.exited;

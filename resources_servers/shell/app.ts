@@ -209,6 +209,7 @@ export async function createShellServer(settings: ShellServerSettings, instanceN
       sandbox_base_dir: host.baseDir,
       limits: host.limits,
       session_memory_limit: host.sessionMemoryMechanism,
+      memory_cgroup: host.memory?.root ?? null,
     },
   }));
   return {

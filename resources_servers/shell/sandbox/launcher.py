@@ -185,7 +185,17 @@ def os_error(err, shown):
     return '%s: %s' % (shown, reasons.get(err.errno, err.strerror))
 
 
+def die_with_bwrap():
+    # bwrap's --die-with-parent covers its own processes; set it here too, so the launcher dies with bwrap's monitor
+    # even if that signal was lost in a race at start-up.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except Exception:
+        pass
+
+
 def main():
+    die_with_bwrap()
     non_dumpable()
     # The operation arrives on stdin (a write's content can exceed what one argv string may hold); the command
     # then gets /dev/null as its stdin.

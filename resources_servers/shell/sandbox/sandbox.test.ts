@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -220,14 +220,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
 
     test("start-up removes a dead owner's work dirs and mounts, never a live one's", async () => {
       const dir = path.join(os.tmpdir(), `tsgym-stale-test-${process.pid}`);
-      const dead = path.join(dir, 'owner-999999999-1', 's1', 'work');
+      const strayUid = 1_999_999_001;
+      const dead = path.join(dir, 'owner-999999999-1-1', `s${strayUid}`, 'work');
       mkdirSync(dead, { recursive: true });
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tsgym-shell', dead]);
       writeFileSync(path.join(dead, 'left.txt'), 'left behind');
+      // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
+      const straggler = spawn('setpriv', ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '60'], { stdio: 'ignore' });
+      assert.ok(await eventually(() => pidsOfUid(strayUid).length === 1, 3000));
       const second = await openSandboxHost({ baseDir: dir });
       try {
         assert.equal(second.staleRemoved, 1);
-        assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1')), []);
+        assert.ok(await eventually(() => straggler.signalCode === 'SIGKILL', 3000), "the dead owner's straggler is killed");
+        assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
         assert.deepEqual(readdirSync(dir), [path.basename(second.ownerDir)]);
         const third = await openSandboxHost({ baseDir: dir });
         assert.equal(third.staleRemoved, 0, 'a live owner (this process) is left alone');

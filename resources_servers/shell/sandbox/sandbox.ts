@@ -197,8 +197,10 @@ async function removeStaleOwners(baseDir: string): Promise<number> {
     const [pid, startTime] = name.slice(OWNER_PREFIX.length).split('-').map(Number);
     const dir = path.join(baseDir, name);
     if (pid === undefined || startTime === undefined || ownerAlive(pid, startTime)) continue;
-    // A sandbox of the dead owner that escaped --die-with-parent still names its work dir in its bwrap arguments.
-    killProcesses((proc) => proc.cmdline.includes(`${dir}/`));
+    // A sandbox of the dead owner that escaped --die-with-parent (killed while bwrap was still setting up) runs as
+    // the uid its work dir is named after, or still names that dir in its bwrap arguments.
+    const uids = new Set(readdirSync(dir).filter((entry) => /^s\d+$/.test(entry)).map((entry) => Number(entry.slice(1))));
+    killProcesses((proc) => uids.has(proc.uid) || proc.cmdline.includes(`${dir}/`));
     await unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });
     removed++;
