@@ -102,7 +102,13 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     assert.match(bad.text(), /timeout_secs/);
     const killed = await session.call('run_command', { command: 'sleep 3', timeout_secs: 0.3 });
     assert.equal(killed.limit_exceeded, 'wall_time');
-    await session.call('verify', verifyBody({ task_dir: 'fix-shell-script' }));
+    // A command still running at verify (here: one that would break the script the check runs) is killed first.
+    const saboteur = session.post('run_command', { command: 'sleep 2; echo "exit 1" > count_words.sh', timeout_secs: 10 });
+    const verified = await session.call('verify', verifyBody({ task_dir: 'fix-shell-script' }));
+    assert.equal(verified.checks_total, 2);
+    const stopped = await saboteur;
+    assert.equal(stopped.status, 200);
+    assert.match((stopped.json() as { stderr: string }).stderr, /stopped: the session ended/);
   });
 
   test('a bad task is a 422 naming the field; a check printing no result scores 0 with a reason', async () => {

@@ -361,6 +361,8 @@ interface LaunchResult {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   killedFor: LimitName | null;
+  /** Killed because its session ended (verify, expiry, shutdown), not by a limit. */
+  stopped: boolean;
   durationMs: number;
 }
 
@@ -375,6 +377,7 @@ export class Sandbox {
   readonly usage: SandboxUsage = { commandsRun: 0, wallMs: 0, cpuMs: 0, outputBytes: 0 };
   private destroyed = false;
   private readonly running = new Set<ReturnType<typeof spawn>>();
+  private readonly stopping = new WeakSet<ReturnType<typeof spawn>>();
 
   constructor(
     private readonly host: SandboxHost,
@@ -424,6 +427,9 @@ export class Sandbox {
     // A fork bomb floods stderr with refused forks: the processes limit is the cause worth naming, not the flood.
     if (limit === 'output' && FORK_FAILED.test(stderrText)) limit = 'processes';
     limit ??= this.inferLimit(exitCode, stderrText, cpuMs, cpuSecs, cpuSecs < limits.commandCpuSecs);
+    if (launched.stopped) {
+      return { exit_code: 137, stdout: launched.stdout.toString('utf8'), stderr: `${stderrText}\nsandbox: stopped: the session ended (verified, expired or shut down)\n`, stdout_truncated: launched.stdoutTruncated, stderr_truncated: launched.stderrTruncated, duration_ms: Math.round(launched.durationMs), limit_exceeded: null, cpu_ms: cpuMs };
+    }
     if (!launched.report && !launched.killedFor) {
       throw new SandboxError(`the sandbox did not report the command's result (stderr: ${stderrText.slice(0, 500)})`);
     }
@@ -513,10 +519,12 @@ export class Sandbox {
   }
 
   /**
-   * Run a hidden check: `files` are written to a directory outside the work dir, bound read-only at /check only for
-   * this invocation (the agent's commands never see it), and `command` runs in the work dir like any command.
+   * Run a hidden check: every command still running is killed first; `files` are written to a directory outside the
+   * work dir, bound read-only at /check only for this invocation (the agent's commands never see it), and `command`
+   * runs in the work dir like any command.
    */
   async runCheck(files: Record<string, string>, command: string, timeoutSecs: number): Promise<CommandResult> {
+    await this.stopCommands();
     const checkDir = path.join(this.dir, 'check');
     rmSync(checkDir, { recursive: true, force: true });
     mkdirSync(checkDir, { mode: 0o755 });
@@ -552,14 +560,22 @@ export class Sandbox {
     }
   }
 
+  /** Kill every command still running (before the check: nothing of the agent's may change files while it runs). */
+  async stopCommands(): Promise<void> {
+    for (const child of this.running) {
+      this.stopping.add(child);
+      child.kill('SIGKILL');
+    }
+    await Promise.all([...this.running].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))));
+    // Every process of the session's uid is the session's.
+    killProcesses((proc) => proc.uid === this.uid);
+  }
+
   /** Kill whatever runs, unmount and delete the work dir. Idempotent. */
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    for (const child of this.running) child.kill('SIGKILL');
-    await Promise.all([...this.running].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))));
-    // Every process of the session's uid is the session's: none may survive it.
-    killProcesses((proc) => proc.uid === this.uid);
+    await this.stopCommands();
     await this.host.release(this);
   }
 
@@ -628,7 +644,7 @@ export class Sandbox {
       });
       child.once('exit', () => {
         clearTimeout(timer);
-        if (killedFor === null && !this.destroyed) return;
+        if (killedFor === null && !this.stopping.has(child)) return;
         // Killed while bwrap was still setting up, its child can miss --die-with-parent's signal and live on as an
         // orphan (host parent pid 1) holding our pipes. Sandbox processes only ever have host parent 1 that way.
         killProcesses((proc) => proc.uid === this.uid && proc.ppid === 1);
@@ -649,7 +665,6 @@ export class Sandbox {
             report = undefined;
           }
         }
-        if (this.destroyed && killedFor === null) killedFor = 'wall_time';
         resolve({
           report,
           stdout: stdout.bytes(),
@@ -657,6 +672,7 @@ export class Sandbox {
           stdoutTruncated: stdout.truncated,
           stderrTruncated: stderr.truncated,
           killedFor,
+          stopped: killedFor === null && this.stopping.has(child),
           durationMs: performance.now() - started,
         });
       });
