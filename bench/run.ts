@@ -8,9 +8,10 @@ import { printTable, writeResults, type Figure, type ScenarioReport } from './re
 import { bigTrajectories, latencyBound, overheadAndMemory, startUp, type BenchContext } from './scenarios.js';
 import { startService } from './service.js';
 import { summarizeProfiles } from './profile.js';
+import { shellSandboxes } from './shell.js';
 
 /**
- * `npm run bench`: the five performance scenarios, side by side, in one command. Prints a table and writes
+ * `npm run bench`: the performance scenarios, side by side, in one command. Prints a table and writes
  * `bench/results/latest.json`. It reports; it never fails a build (exit 0 unless the bench itself broke).
  *
  *   node dist/bench/run.js [--only 1,3] [--profile]
@@ -30,11 +31,12 @@ const SCENARIOS: Array<{ id: string; title: string; run: (ctx: BenchContext, onl
   { id: '2', title: '2. latency-bound scale', run: async (ctx) => [await latencyBound(ctx)] },
   { id: '3', title: '3. big trajectories', run: async (ctx) => [await bigTrajectories(ctx)] },
   { id: '4', title: '4. start-up', run: async (ctx) => [await startUp(ctx)] },
+  { id: '6', title: '6. shell sandboxes', run: async (ctx) => [await shellSandboxes(ctx)] },
 ];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' }, profile: { type: 'boolean' } } });
-  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5')).split(',').map((id) => id.trim()));
+  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6')).split(',').map((id) => id.trim()));
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
   const profileDir = values.profile ? path.join(RESULTS, 'profiles') : undefined;
