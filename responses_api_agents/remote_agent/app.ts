@@ -8,7 +8,7 @@ import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from './budget.js';
 import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment } from './environment.js';
+import { Environment, EnvironmentJar } from './environment.js';
 import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
@@ -136,8 +136,9 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
   return { app, limiter: ctx.limiter, config };
 }
 
-function jarFromRequest(req: GymRequest): CookieJar {
-  const jar = new CookieJar();
+/** The caller seeded this session, not the agent: no boot id is known, so a restart is not detected here. */
+function jarFromRequest(req: GymRequest): EnvironmentJar {
+  const jar = new EnvironmentJar();
   jar.absorb(Object.entries(req.cookies).map(([name, value]) => `${name}=${value}`));
   return jar;
 }

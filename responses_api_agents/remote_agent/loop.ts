@@ -12,7 +12,7 @@ import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js
 import type { CookieJar } from '../../src/http/cookies.js';
 import { RESERVED_ROUTES } from '../../src/server/resources-server.js';
 import type { RunBudget } from './budget.js';
-import type { Environment } from './environment.js';
+import type { Environment, EnvironmentJar } from './environment.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress } from './status.js';
 import { StepBody } from './step-body.js';
@@ -38,7 +38,7 @@ export interface LoopContext {
   environment: Environment;
   /** The rollout's cookies for the service and for the environment: two jars that never mix (D7). */
   serviceJar: CookieJar;
-  envJar: CookieJar;
+  envJar: EnvironmentJar;
   maxSteps: number | null;
   budget: RunBudget;
   /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */

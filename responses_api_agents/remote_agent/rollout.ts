@@ -12,7 +12,7 @@ import { CookieJar } from '../../src/http/cookies.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
-import type { Environment } from './environment.js';
+import { EnvironmentJar, type Environment } from './environment.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
@@ -121,7 +121,7 @@ async function seedLoopVerify(
   stepLatency: boolean,
 ): Promise<Row> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
-  const envJar = new CookieJar();
+  const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
 
   progress?.enter('seeding');

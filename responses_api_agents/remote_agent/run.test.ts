@@ -12,24 +12,7 @@ import {
 } from '../../src/testing/index.js';
 import { Environment } from './environment.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
-import { basicRow, ENV_COOKIE, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
-
-/** A gate per service call: the call waits until the test opens it. */
-function gates() {
-  const opens = new Map<number, () => void>();
-  const waits = new Map<number, Promise<void>>();
-  const gateOf = (index: number): Promise<void> => {
-    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
-    return waits.get(index)!;
-  };
-  return {
-    wait: (call: ServiceCall) => gateOf(call.index),
-    open: (index: number) => {
-      void gateOf(index);
-      opens.get(index)!();
-    },
-  };
-}
+import { basicRow, ENV_COOKIE, gates, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
 
 /** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
 async function until(predicate: () => boolean, what: string): Promise<void> {

@@ -68,6 +68,17 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
       return (await import('../../../examples/math-solver/index.js')).startMathSolver();
     },
   },
+  {
+    name: 'shell',
+    displayName: 'shell environment (bubblewrap sandboxes)',
+    config: 'resources_servers/shell/configs/shell.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/shell/data/example.jsonl',
+    startService: async (settings) => {
+      plannerOnly(settings, 'shell', 'examples/shell-solver');
+      return (await import('../../../examples/shell-solver/index.js')).startShellSolver();
+    },
+  },
   // Further environments: one entry each, same shape.
 ];
 
