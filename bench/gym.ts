@@ -134,6 +134,8 @@ export interface CollectResult {
   outputBytes: number;
   /** Reward of the first completed rollout (a check that the service and environment agree). */
   firstReward: number | undefined;
+  /** The first failure row, if any (for the error message when a run was expected to have none). */
+  firstFailure: string | undefined;
   capped: boolean;
 }
 
@@ -186,6 +188,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     outputBytes: existsSync(output) ? statSync(output).size : 0,
     failed: await countLines(failuresFile),
     firstReward: await firstReward(output),
+    firstFailure: await firstLine(failuresFile),
     capped,
   };
 }
@@ -199,13 +202,18 @@ async function countLines(file: string): Promise<number> {
   return lines;
 }
 
-async function firstReward(file: string): Promise<number | undefined> {
+async function firstLine(file: string): Promise<string | undefined> {
   if (!existsSync(file)) return undefined;
   let head = '';
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     head += chunk.toString('utf8');
     const newline = head.indexOf('\n');
-    if (newline >= 0) return (JSON.parse(head.slice(0, newline)) as { reward?: number }).reward;
+    if (newline >= 0) return head.slice(0, newline);
   }
   return undefined;
+}
+
+async function firstReward(file: string): Promise<number | undefined> {
+  const line = await firstLine(file);
+  return line === undefined ? undefined : (JSON.parse(line) as { reward?: number }).reward;
 }

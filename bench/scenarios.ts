@@ -44,7 +44,9 @@ async function collectAll(ctx: BenchContext, gym: RunningGym, inputPath: string,
   const profile = ctx.profileDir ? { profileDir: ctx.profileDir } : {};
   const run = await collect({ headPort: gym.headPort, inputPath, outputDir: outputDir(ctx, label), concurrency, timeoutMs: RUN_TIMEOUT_MS, ...(limit ? { limit } : {}), ...(root ? { root } : {}), ...profile });
   if (run.completed !== rollouts || run.firstReward !== 1) {
-    throw new Error(`${label}: expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed, first reward ${run.firstReward}`);
+    const failure = run.firstFailure ? JSON.parse(run.firstFailure) as Record<string, unknown> : undefined;
+    const why = failure ? `; first failure: ${String(failure.error ?? failure._ng_failure_class ?? run.firstFailure).slice(0, 600)}` : '';
+    throw new Error(`${label}: expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed, first reward ${run.firstReward}${why}`);
   }
   return run;
 }
