@@ -46,6 +46,8 @@ export interface CollectOptions {
   io: CollectIO;
   /** The dispatch backend; the in-process pool by default. */
   createQueue?: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
+  /** Extra text for the progress line (a distributed backend's workers and their throughput). */
+  progressDetail?: () => string;
   /** How one job runs; `POST <agent>/run` by default. */
   execute?: RolloutExecutor;
   /**
@@ -164,7 +166,7 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
   const { config, io } = options;
   const rolloutsFile = LineAppender.open(paths.rollouts);
   const failuresFile = LineAppender.open(paths.failures);
-  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream });
+  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream, detail: options.progressDetail });
   const stats: DispatchStats = { done: 0, failures: 0, completed: 0, rewardSum: 0 };
 
   const onResult = (job: DispatchJob, result: Row): void => {
@@ -211,7 +213,7 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
 
       const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
       const body = status.attempts > 0 ? JSON.stringify(sent) : text;
-      const job: DispatchJob = { task, rollout, agent, body, identity: identityOf(sent), previous: status.outcome };
+      const job: DispatchJob = { task, rollout, agent, attempt: status.attempts, body, identity: identityOf(sent), previous: status.outcome };
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
       else await queue.submit(job);

@@ -15,6 +15,8 @@ export interface ProgressOptions {
   stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   label?: string;
   now?: () => number;
+  /** Appended to the line when given (e.g. workers connected and their throughput). */
+  detail?: () => string;
   /** Minimum time between plain (non-TTY) lines. */
   plainIntervalMs?: number;
 }
@@ -49,7 +51,7 @@ export class ProgressReporter {
     const pct = total > 0 ? Math.floor((100 * snapshot.done) / total) : 100;
     const reward = snapshot.completed > 0 ? (snapshot.rewardSum / snapshot.completed).toFixed(3) : 'n/a';
     const label = this.options.label ?? 'Collecting rollouts';
-    return `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}`;
+    return `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}${this.options.detail ? ` | ${this.options.detail()}` : ''}`;
   }
 
   update(snapshot: ProgressSnapshot): void {

@@ -1,0 +1,10 @@
+/** One plain Redis connection (registry, roster, outage watch) with the settings every tsgym connection uses. */
+import { Redis, type RedisOptions } from 'ioredis';
+import { connectionOptions, type QueueAddress } from './protocol.js';
+
+export function connect(address: QueueAddress, name: string): Redis {
+  const client = new Redis(connectionOptions(address, name) as RedisOptions);
+  // Connection errors are reported through the owners' status lines; an unhandled 'error' must not crash.
+  client.on('error', () => undefined);
+  return client;
+}
