@@ -1,0 +1,126 @@
+/**
+ * Distributed collection over real processes: real `redis-server`s on free loopback ports, `gym eval run --queue`
+ * and `gym worker` as child processes of the real CLI, each worker with its own (scripted, fast) environment: a
+ * head server and agents in this test process. Every test checks that each rollout is in the files exactly once.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { lineCount, readJsonl, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../collect/cli-harness.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
+import { startRedis, type RedisProcess } from './redis-server.js';
+
+const closers: Array<() => Promise<unknown> | unknown> = [];
+after(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A latency-bound agent: answers success after a few milliseconds (failure for rows marked fail). */
+const quick: FakeRunHandler = async (row) => {
+  await delay(5);
+  return row.fail ? fakeReply.failure(row, 'scripted failure') : fakeReply.success(row, 1);
+};
+
+interface Environment {
+  head: FakeHead;
+  agents: FakeAgent[];
+  /** `/run` calls this environment answered or is answering. */
+  calls(): number;
+}
+
+async function environment(handlers: Record<string, FakeRunHandler>): Promise<Environment> {
+  const agents: FakeAgent[] = [];
+  for (const [name, handler] of Object.entries(handlers)) {
+    const agent = await startFakeAgent(name, handler);
+    agents.push(agent);
+    closers.push(() => agent.close());
+  }
+  const head = await startFakeHead(agents);
+  closers.push(() => head.close());
+  return { head, agents, calls: () => agents.reduce((sum, agent) => sum + agent.runs.length, 0) };
+}
+
+async function redis(): Promise<RedisProcess> {
+  const server = await startRedis();
+  closers.push(() => server.kill());
+  return server;
+}
+
+function startWorker(server: RedisProcess, env: Environment, id: string, dir: string, concurrency = 4): RunningGym {
+  const worker = spawnGym(['worker', '--queue', server.url, '--concurrency', String(concurrency), `++head_server.port=${env.head.port}`, `+worker_id=${id}`, '+worker_drain_secs=5'], { cwd: dir });
+  closers.push(() => {
+    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+  });
+  return worker;
+}
+
+function collector(server: RedisProcess, head: FakeHead, dir: string, extra: string[] = []): RunningGym {
+  const run = spawnGym(
+    ['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'out/r.jsonl', '--queue', server.url, `++head_server.port=${head.port}`, '+queue_stall_secs=1', '--concurrency', '16', ...extra],
+    { cwd: dir },
+  );
+  closers.push(() => {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+  });
+  return run;
+}
+
+function rows(n: number, agentOf: (i: number) => string, extra: (i: number) => Row = () => ({})): Row[] {
+  return Array.from({ length: n }, (_, i) => ({ responses_create_params: { input: `row ${i}` }, agent_ref: { name: agentOf(i) }, i, ...extra(i) }));
+}
+
+/** Every input row appears exactly once across rollouts and failures. */
+function assertExactlyOnce(dir: string, n: number): { rollouts: Row[]; failures: Row[] } {
+  const rollouts = readJsonl(path.join(dir, 'out/r.jsonl'));
+  const failures = readJsonl(path.join(dir, 'out/r_failures.jsonl'));
+  const seen = [...rollouts, ...failures].map((row) => row.i as number).sort((a, b) => a - b);
+  assert.deepEqual(seen, Array.from({ length: n }, (_, i) => i), 'each row exactly once');
+  return { rollouts, failures };
+}
+
+async function keysLeft(server: RedisProcess): Promise<string[]> {
+  const client = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true });
+  await client.connect();
+  try {
+    const keys = await client.keys('tsgym:run*');
+    return keys.filter((key) => !key.endsWith(':stalled-check'));
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function stopWorkers(workers: RunningGym[]): Promise<void> {
+  for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGINT');
+  for (const worker of workers) {
+    const result = await worker.result;
+    if (result.signal === null) assert.equal(result.code, 0, result.stderr);
+  }
+}
+
+test('three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses', async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-');
+  const envs = [await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick })];
+  const workers = envs.map((env, n) => startWorker(server, env, `w${n + 1}`, dir));
+  const n = 60;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, (i) => (i % 3 === 0 ? 'beta' : 'alpha'), (i) => (i % 20 === 7 ? { fail: true } : {})));
+  const run = collector(server, envs[0]!.head, dir);
+  const result = await run.result;
+  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+  const { failures } = assertExactlyOnce(dir, n);
+  assert.equal(failures.length, 3);
+  for (const failure of failures) {
+    assert.match(String(failure._ng_worker), /^w[123]$/);
+    assert.match(result.stderr, new RegExp(`Failure on worker ${String(failure._ng_worker)}: task ${String(failure._ng_task_index)} rollout 0`));
+  }
+  // The worker whose environment lacks beta ran none of its rows, and said why.
+  assert.equal(envs[2]!.agents[0]!.runs.filter((row) => (row.agent_ref as Row).name === 'beta').length, 0);
+  assert.match(workers[2]!.stderr(), /refusing job t\d+r0a0 of out\/r\.jsonl: agent 'beta' is not in this worker's environment/);
+  assert.ok(envs.every((env) => env.calls() > 0), `every worker took jobs: ${envs.map((env) => env.calls()).join(', ')}`);
+  assert.match(result.stderr, /workers 3 \(/);
+  assert.match(result.stdout, /60 rollouts expected: 57 completed, 3 failed \(3 retryable, 0 terminal\), 0 missing/);
+  await stopWorkers(workers);
+  assert.deepEqual(await keysLeft(server), [], 'a finished run leaves nothing behind in Redis');
+});
