@@ -103,10 +103,14 @@ test('three workers and one collector: every rollout once, failures name their w
   const server = await redis();
   const dir = tempDir('tsgym-queue-');
   const envs = [await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick })];
-  const workers = envs.map((env, n) => startWorker(server, env, `w${n + 1}`, dir));
   const n = 60;
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, (i) => (i % 3 === 0 ? 'beta' : 'alpha'), (i) => (i % 20 === 7 ? { fail: true } : {})));
+  // The worker without beta starts alone, so it is offered beta rows before anyone else can take them.
+  const lacking = startWorker(server, envs[2]!, 'w3', dir);
+  await waitFor(() => /connected to/.test(lacking.stderr()), 'the worker without beta to connect');
   const run = collector(server, envs[0]!.head, dir);
+  await waitFor(() => /refusing job/.test(lacking.stderr()), 'the worker without beta to refuse a job');
+  const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   const { failures } = assertExactlyOnce(dir, n);
@@ -123,4 +127,97 @@ test('three workers and one collector: every rollout once, failures name their w
   assert.match(result.stdout, /60 rollouts expected: 57 completed, 3 failed \(3 retryable, 0 terminal\), 0 missing/);
   await stopWorkers(workers);
   assert.deepEqual(await keysLeft(server), [], 'a finished run leaves nothing behind in Redis');
+});
+
+/** An agent that answers the first `answered` calls and then hangs: the worker in front of it has jobs in flight. */
+function answersThenHangs(answered: number): FakeRunHandler {
+  return async (row, call) => (call < answered ? quick(row, call) : fakeReply.hang());
+}
+
+test('a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once', async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-kill-');
+  const stuck = await environment({ alpha: answersThenHangs(5) });
+  const healthy = await environment({ alpha: quick });
+  const n = 40;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const doomed = startWorker(server, stuck, 'doomed', dir);
+  await waitFor(() => /connected to/.test(doomed.stderr()), 'the first worker to connect');
+  const run = collector(server, healthy.head, dir);
+  await waitFor(() => stuck.calls() >= 9, 'the doomed worker to hold 4 jobs in flight');
+  const survivor = startWorker(server, healthy, 'survivor', dir);
+  doomed.child.kill('SIGKILL');
+  const result = await run.result;
+  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+  const { rollouts } = assertExactlyOnce(dir, n);
+  assert.equal(rollouts.length, n);
+  // The four rows that hung on the dead worker were run again by the survivor.
+  const hung = stuck.agents[0]!.runs.slice(5).map((row) => row.i as number);
+  assert.equal(hung.length, 4);
+  const rerun = new Set(healthy.agents[0]!.runs.map((row) => row.i as number));
+  for (const i of hung) assert.ok(rerun.has(i), `row ${i} re-run after the stall`);
+  await stopWorkers([survivor]);
+});
+
+test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing', async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-resume-');
+  const env = await environment({ alpha: async (row) => (await delay(20), fakeReply.success(row, 1)) });
+  const n = 60;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const worker = startWorker(server, env, 'w1', dir, 8);
+  const first = collector(server, env.head, dir);
+  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  first.child.kill('SIGKILL');
+  await first.result;
+  // The jobs already enqueued finish while no collector listens; their results wait in Redis.
+  const before = lineCount(path.join(dir, 'out/r.jsonl'));
+  await waitFor(() => env.calls() > before && env.agents[0]!.runs.length === env.calls(), 'the window to be worked off');
+  const resumed = collector(server, env.head, dir, ['--resume']);
+  const result = await resumed.result;
+  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+  assertExactlyOnce(dir, n);
+  assert.equal(env.calls(), n, 'no finished rollout was run twice');
+  await stopWorkers([worker]);
+  assert.deepEqual(await keysLeft(server), []);
+});
+
+test('Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once', async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-restart-');
+  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
+  const n = 80;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const worker = startWorker(server, env, 'w1', dir);
+  const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
+  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  await server.kill();
+  await waitFor(() => /is unreachable: the run is paused/.test(run.stderr()), 'the pause to be reported');
+  await server.restart();
+  const result = await run.result;
+  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+  assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
+  assertExactlyOnce(dir, n);
+  await stopWorkers([worker]);
+});
+
+test('Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once', async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-outage-');
+  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
+  const n = 40;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const worker = startWorker(server, env, 'w1', dir);
+  const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
+  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, 'five rollouts on disk');
+  await server.kill();
+  const result = await run.result;
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /Error: Redis at redis:\/\/127\.0\.0\.1:\d+ has been unreachable for \d+ s .*the finished rollouts are on disk.*resume with: gym eval run .*--resume/s);
+  assert.doesNotMatch(result.stderr, /unexpected|at .*\.js:\d+/);
+  await server.restart();
+  const resumed = await collector(server, env.head, dir, ['--resume']).result;
+  assert.equal(resumed.code, 0, `${resumed.stdout}\n${resumed.stderr}`);
+  assertExactlyOnce(dir, n);
+  await stopWorkers([worker]);
 });

@@ -65,8 +65,8 @@ export interface RedisBackend {
 }
 
 function rate(stats: WorkerStats, now: number): string {
-  const seconds = (now - stats.firstAt) / 1000;
-  return seconds > 0.5 ? (stats.results / seconds).toFixed(1) : '…';
+  const seconds = Math.max(0.1, (now - stats.firstAt) / 1000);
+  return (stats.results / seconds).toFixed(1);
 }
 
 export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
@@ -93,8 +93,15 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
     if (closed) return;
     closed = true;
     if (timer) clearInterval(timer);
-    const quit = async (thing: { close(): Promise<void> } | undefined): Promise<void> => {
-      await Promise.race([thing?.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    // A Redis that is gone cannot take a polite goodbye: drop the connections instead of waiting on them.
+    const polite = !fatal;
+    const quit = async (thing: Queue | QueueEvents | undefined): Promise<void> => {
+      if (!thing) return;
+      if (polite) {
+        await Promise.race([thing.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+        return;
+      }
+      await Promise.race([thing.getBackend().close(true).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
     };
     await quit(events);
     await quit(queue);
@@ -104,10 +111,12 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
   const backend: RedisBackend = {
     describe() {
       const now = Date.now();
-      const serving = workers.filter((worker) => announcement && worker.runs.includes(announcement.runId));
+      // Connected: announced as serving this run, or seen delivering its results (a short run ends before the roster is read).
+      const serving = new Set(perWorker.keys());
+      for (const worker of workers) if (announcement && worker.runs.includes(announcement.runId)) serving.add(worker.id);
       const shown = [...perWorker.entries()].slice(0, 4).map(([id, stats]) => `${id} ${rate(stats, now)}/s`);
       const more = perWorker.size > 4 ? ` +${perWorker.size - 4} more` : '';
-      return `workers ${serving.length}${shown.length > 0 ? ` (${shown.join(', ')}${more})` : ''}`;
+      return `workers ${serving.size}${shown.length > 0 ? ` (${shown.join(', ')}${more})` : ''}`;
     },
     close: closeAll,
     create<J extends RolloutJob>(queueOptions: InProcessQueueOptions<J>): RolloutQueue<J> {
@@ -233,7 +242,8 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           runTimeoutMs: options.runTimeoutMs,
           refreshedAt: Date.now(),
         };
-        events = new QueueEvents(QUEUE_NAME, { connection, prefix, lastEventId: '$' });
+        // A short block keeps BullMQ's read watchdog short, so a collector whose Redis vanished can exit promptly.
+        events = new QueueEvents(QUEUE_NAME, { connection, prefix, lastEventId: '$', blockingTimeout: 1000 });
         events.on('error', () => undefined);
         events.on('completed', ({ jobId, returnvalue }) => {
           lastEventAt = Date.now();
