@@ -11,7 +11,7 @@ import { captureTail, sampleProc, start, stop, waitForExit, waitForLine, type Pr
  */
 
 export const REPO = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const GYM = path.join(REPO, 'bin', 'gym.js');
+export const GYM = path.join(REPO, 'bin', 'gym.js');
 const PROBE = path.join(REPO, 'dist', 'bench', 'probe.js');
 const AGENT = 'remote_agent';
 const READY = /^All (\d+) \/ \1 servers ready/;
@@ -117,6 +117,8 @@ export interface CollectOptions {
   capMs?: number;
   /** Record a CPU profile of the collector into this directory. */
   profileDir?: string;
+  /** Further `gym eval run` arguments (e.g. `--queue redis://…`). */
+  extraArgs?: readonly string[];
 }
 
 export interface CollectResult {
@@ -128,6 +130,8 @@ export interface CollectResult {
   /** Reward of the first completed rollout (a check that the service and environment agree). */
   firstReward: number | undefined;
   capped: boolean;
+  /** The rate the collector's last progress line reported (rollouts/s over the dispatch pass, start-up excluded). */
+  progressRate: number | undefined;
 }
 
 /** `gym eval run --no-serve`, timed from spawn to exit (the whole product: start-up, files, aggregation). */
@@ -152,6 +156,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     '--concurrency',
     String(options.concurrency),
     ...(options.limit ? ['--limit', String(options.limit)] : []),
+    ...(options.extraArgs ?? []),
   ];
   const spawnedAt = performance.now();
   const env = { ...process.env, TSGYM_BENCH_PROBE: probeFile, ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}) };
@@ -179,7 +184,13 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     failed: await countLines(failuresFile),
     firstReward: await firstReward(output),
     capped,
+    progressRate: lastProgressRate(tail()),
   };
+}
+
+function lastProgressRate(text: string): number | undefined {
+  const rates = [...text.matchAll(/\| ([\d.]+) rollouts\/s \|/g)];
+  return rates.length > 0 ? Number(rates[rates.length - 1]![1]) : undefined;
 }
 
 async function countLines(file: string): Promise<number> {

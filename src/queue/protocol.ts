@@ -6,7 +6,11 @@
  *   tsgym:runs            hash  runId → RunAnnouncement (JSON); the collector writes and refreshes its entry,
  *                               deletes it when the run ends; workers poll it to know which queues to serve.
  *   tsgym:workers         hash  workerId → WorkerPresence (JSON); each worker refreshes its entry every second.
- *   tsgym:run:<runId>:…   the run's BullMQ queue `rollouts` (jobs, locks, events), obliterated at the end.
+ *   tsgym:run:<runId>:rollouts:…        the run's BullMQ queue (jobs, locks, events);
+ *   tsgym:run:<runId>:rollouts:results  list of JobResult (JSON) workers append and the collector trims once the
+ *                                       results are in its files;
+ *   tsgym:run:<runId>:rollouts:owner    marker the collector sets: missing after a reconnect = Redis lost its data.
+ * All of a run's keys are deleted when the run ends.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -89,6 +93,14 @@ export function runPrefix(runId: string): string {
   return `tsgym:run:${runId}`;
 }
 
+export function resultsKey(prefix: string): string {
+  return `${prefix}:${QUEUE_NAME}:results`;
+}
+
+export function ownerKey(prefix: string): string {
+  return `${prefix}:${QUEUE_NAME}:owner`;
+}
+
 /** Sha-256 of a file's bytes, streamed. */
 export async function fileDigest(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -134,6 +146,7 @@ export interface JobData {
 
 /** A job's result: the row `/run` produced (or the failure row) and the worker that produced it. */
 export interface JobResult {
+  jobId: string;
   worker: string;
   row: Row;
 }

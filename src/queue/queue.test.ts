@@ -99,7 +99,7 @@ async function stopWorkers(workers: RunningGym[]): Promise<void> {
   }
 }
 
-test('three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses', async () => {
+test('three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-');
   const envs = [await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick })];
@@ -134,7 +134,7 @@ function answersThenHangs(answered: number): FakeRunHandler {
   return async (row, call) => (call < answered ? quick(row, call) : fakeReply.hang());
 }
 
-test('a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once', async () => {
+test('a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-kill-');
   const stuck = await environment({ alpha: answersThenHangs(5) });
@@ -159,7 +159,7 @@ test('a SIGKILLed worker: its jobs in flight are run again after the stall timeo
   await stopWorkers([survivor]);
 });
 
-test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing', async () => {
+test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-resume-');
   const env = await environment({ alpha: async (row) => (await delay(20), fakeReply.success(row, 1)) });
@@ -171,18 +171,18 @@ test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-
   first.child.kill('SIGKILL');
   await first.result;
   // The jobs already enqueued finish while no collector listens; their results wait in Redis.
-  const before = lineCount(path.join(dir, 'out/r.jsonl'));
-  await waitFor(() => env.calls() > before && env.agents[0]!.runs.length === env.calls(), 'the window to be worked off');
   const resumed = collector(server, env.head, dir, ['--resume']);
   const result = await resumed.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assertExactlyOnce(dir, n);
   assert.equal(env.calls(), n, 'no finished rollout was run twice');
+  const waited = /(\d+) results finished in Redis while no collector was listening/.exec(result.stderr);
+  assert.ok(waited && Number(waited[1]) >= 1, result.stderr);
   await stopWorkers([worker]);
   assert.deepEqual(await keysLeft(server), []);
 });
 
-test('Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once', async () => {
+test('Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-restart-');
   const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
@@ -197,11 +197,12 @@ test('Redis restarting empty mid-run pauses the run visibly; it then continues a
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
+  assert.match(result.stderr, /Redis came back without this run's data .*: sending the \d+ rollouts in flight again/);
   assertExactlyOnce(dir, n);
   await stopWorkers([worker]);
 });
 
-test('Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once', async () => {
+test('Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-outage-');
   const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });

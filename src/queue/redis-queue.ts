@@ -1,16 +1,17 @@
 /**
  * Distributed collection: the `RolloutQueue` backend that hands rollouts to `gym worker` processes on any number
  * of machines through Redis, with BullMQ as the job queue (at-least-once delivery, locks renewed while a worker
- * runs a job, stalled jobs handed to another worker). The collector stays the only writer of the output files;
- * exactly-once in those files comes from three rules: a rollout attempt always has the same job id
- * (`t<task>r<rollout>a<attempt>`, so adding it again is a no-op), the collector only records results of jobs it is
- * waiting for (a late duplicate is dropped), and a result stays in Redis until the collector has appended it (so a
- * collector killed in between finds it again on resume). At most `concurrency` jobs of a run exist at a time, so
- * Redis memory is bounded by the window, and the run's keys are obliterated when it ends. Workers discover runs
- * through the `tsgym:runs` registry (see protocol.ts); an outage of Redis pauses the run and, past a deadline,
- * fails it with the resume command.
+ * runs a job, stalled jobs handed to another worker, delayed re-offers of refused jobs). Workers append each result
+ * to the run's results list; the collector, the only writer of the output files, reads that list in batches and
+ * trims what it has appended. Exactly-once in the files follows from three rules: a rollout attempt always has the
+ * same job id (`t<task>r<rollout>a<attempt>`), the collector records only results of jobs it is waiting for (a late
+ * duplicate is dropped), and a result leaves Redis only after the collector appended it (so a collector killed in
+ * between finds it again on resume). At most `concurrency` jobs of a run exist at a time, so Redis memory is bounded
+ * by the window; every key of the run is deleted when it ends. Workers discover runs through the `tsgym:runs`
+ * registry (protocol.ts). An outage of Redis pauses the run; past a deadline it fails with the resume command; a
+ * Redis that comes back empty (restarted without persistence) gets the rollouts in flight again.
  */
-import { Queue, QueueEvents, type Job } from 'bullmq';
+import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { GymError } from '../errors.js';
 import type { Row } from '../collect/materialize.js';
@@ -20,8 +21,10 @@ import { connect } from './connection.js';
 import {
   connectionOptions,
   jobIdOf,
+  ownerKey,
   QUEUE_NAME,
   readWorkers,
+  resultsKey,
   runPrefix,
   RUNS_KEY,
   type JobData,
@@ -33,6 +36,10 @@ import {
 
 /** A job BullMQ gave up on (stalled too often, a worker crashed in the processor): a retryable failure row. */
 export const WORKER_LOST = 'worker_lost';
+/** Results read from the list per round trip. */
+const READ_BATCH = 512;
+/** Longest a result list entry may be (a bound on data from outside; a row bigger than this is a failure). */
+const MAX_RESULT_CHARS = 256 * 1024 * 1024;
 
 export interface RedisBackendOptions {
   address: QueueAddress;
@@ -69,11 +76,25 @@ function rate(stats: WorkerStats, now: number): string {
   return (stats.results / seconds).toFixed(1);
 }
 
+function parseResult(text: string): JobResult | undefined {
+  if (text.length > MAX_RESULT_CHARS) return undefined;
+  try {
+    const value = JSON.parse(text) as JobResult;
+    if (typeof value?.jobId !== 'string' || typeof value.worker !== 'string' || typeof value.row !== 'object' || value.row === null) return undefined;
+    return value;
+  } catch {
+    return undefined;
+  }
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
   const { address, warn } = options;
   let client: Redis | undefined;
+  /** Blocks waiting for results; its own connection so it never delays the commands on `client`. */
+  let reader: Redis | undefined;
   let queue: Queue | undefined;
-  let events: QueueEvents | undefined;
   let announcement: RunAnnouncement | undefined;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
@@ -93,18 +114,12 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
     if (closed) return;
     closed = true;
     if (timer) clearInterval(timer);
-    // A Redis that is gone cannot take a polite goodbye: drop the connections instead of waiting on them.
-    const polite = !fatal;
-    const quit = async (thing: Queue | QueueEvents | undefined): Promise<void> => {
-      if (!thing) return;
-      if (polite) {
-        await Promise.race([thing.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-        return;
-      }
-      await Promise.race([thing.getBackend().close(true).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
-    };
-    await quit(events);
-    await quit(queue);
+    reader?.disconnect();
+    if (queue) {
+      // A Redis that is gone cannot take a polite goodbye: drop the connection instead of waiting on it.
+      const bye = fatal ? queue.getBackend().close(true) : queue.close();
+      await Promise.race([bye.catch(() => undefined), pause(2000)]);
+    }
     client?.disconnect();
   };
 
@@ -123,13 +138,13 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       const { concurrency, onResult } = queueOptions;
       /** Jobs submitted and not yet recorded, by job id. */
       const outstanding = new Map<string, J>();
-      /** Results found in Redis at attach time (completed while no collector listened), by job id. */
+      /** Results that arrived before their job was submitted (a resumed run still reading its inputs), by job id. */
       const early = new Map<string, JobResult>();
       let waiters: Array<() => void> = [];
       let attached: Promise<void> | undefined;
       let downSince: number | undefined;
-      let lastEventAt = Date.now();
       let attachedAt = Date.now();
+      let pendingAdds: Array<{ name: string; data: JobData; opts: { jobId: string } }> = [];
 
       const wake = (): void => {
         const list = waiters;
@@ -145,65 +160,101 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       };
       const guarded = <T>(work: Promise<T>): Promise<T> => Promise.race([work, fatalSignal]);
 
-      const removeJob = (jobId: string): void => {
-        void queue?.remove(jobId).catch(() => undefined);
-      };
-
       /** Records one result, once: results of jobs nobody waits for (duplicates, stale attempts) are dropped. */
-      const deliver = (jobId: string, result: JobResult | undefined, failedReason?: string): void => {
-        const job = outstanding.get(jobId);
+      const deliver = (result: JobResult): void => {
+        const job = outstanding.get(result.jobId);
         if (!job) {
-          // Finished before the collector asked for it (a resumed run still reading its inputs), or a stale
-          // attempt: kept aside, bounded by the window; the run's end obliterates whatever was never asked for.
-          if (result?.row && early.size < 4 * concurrency) early.set(jobId, result);
+          // Bounded by the window: at most `concurrency` jobs of the run exist, each answered at most a few times.
+          if (early.size < 4 * concurrency) early.set(result.jobId, result);
           return;
         }
-        let row: Row;
-        if (result && typeof result === 'object' && result.row && typeof result.row === 'object') {
-          row = result.row;
-          const worker = typeof result.worker === 'string' ? result.worker : 'unknown';
-          let stats = perWorker.get(worker);
-          if (!stats) perWorker.set(worker, (stats = { results: 0, firstAt: attachedAt }));
-          stats.results++;
-          if (routeOf(row) === 'failures') {
-            warn(`Failure on worker ${worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`);
-          }
-        } else {
-          const reason = failedReason ?? 'the worker returned no result';
-          row = failureRow(JSON.parse(job.body) as Row, WORKER_LOST, `the job queue gave up on this rollout: ${reason}`, false);
-          warn(`Failure on the queue: task ${job.task} rollout ${job.rollout} (${WORKER_LOST}): ${reason}`);
+        let stats = perWorker.get(result.worker);
+        if (!stats) perWorker.set(result.worker, (stats = { results: 0, firstAt: attachedAt }));
+        stats.results++;
+        const row = result.row;
+        if (routeOf(row) === 'failures') {
+          warn(`Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`);
         }
-        outstanding.delete(jobId);
+        outstanding.delete(result.jobId);
         try {
           onResult(job, row);
         } catch (error) {
           failNow(error);
-          return;
         } finally {
           wake();
         }
-        removeJob(jobId);
       };
 
-      const addJob = (jobId: string, job: J): Promise<unknown> => {
-        const data: JobData = { agent: job.agent, body: job.body };
-        return queue!.add('rollout', data, { jobId, attempts: 1, removeOnComplete: false, removeOnFail: false });
+      /** Jobs go to Redis in batches: one round trip for every job submitted in the same turn of the event loop. */
+      const flushAdds = (): void => {
+        const batch = pendingAdds;
+        pendingAdds = [];
+        if (batch.length === 0 || !queue) return;
+        // Commands wait through an outage (ioredis offline queue); a Redis that lost them gets them on reconnect.
+        queue.addBulk(batch.map((add) => ({ ...add, opts: { ...add.opts, attempts: 1, removeOnComplete: true, removeOnFail: false } }))).catch(() => undefined);
+      };
+      const addJob = (jobId: string, job: J): void => {
+        if (pendingAdds.length === 0) setImmediate(flushAdds);
+        pendingAdds.push({ name: 'rollout', data: { agent: job.agent, body: job.body }, opts: { jobId } });
       };
 
-      /** Results finished while nobody listened, and jobs Redis forgot (it restarted empty): both made good. */
-      const reconcile = async (): Promise<void> => {
-        if (!queue || !client || !announcement) return;
-        announcement.refreshedAt = Date.now();
-        await client.hset(RUNS_KEY, announcement.runId, JSON.stringify(announcement));
-        for (let start = 0; ; start += 500) {
-          const finished = (await queue.getJobs(['completed', 'failed'], start, start + 499, true)) as Job[];
-          for (const job of finished) {
-            if (!job?.id) continue;
-            deliver(job.id, job.returnvalue as JobResult | undefined, job.failedReason || undefined);
+      /** Reads the results list in batches, records them, then trims what was recorded. */
+      const readResults = async (prefix: string, firstPass: () => void): Promise<void> => {
+        const key = resultsKey(prefix);
+        while (!closed && !fatal) {
+          try {
+            const texts = await reader!.lrange(key, 0, READ_BATCH - 1);
+            if (texts.length === 0) {
+              firstPass();
+              // Block until a result arrives without taking it: moving the list's last entry onto its own tail.
+              await reader!.blmove(key, key, 'RIGHT', 'RIGHT', 1);
+              continue;
+            }
+            for (const text of texts) {
+              const result = parseResult(text);
+              if (result) deliver(result);
+              else warn(`Ignoring an unreadable entry of ${key} (not a tsgym worker result).`);
+              if (fatal) return;
+            }
+            firstPass();
+            // Only after the results are in the files: a collector killed before this finds them again on resume.
+            await reader!.ltrim(key, texts.length, -1);
+          } catch {
+            if (closed || fatal) return;
+            await pause(100);
           }
-          if (finished.length < 500) break;
         }
-        for (const [jobId, job] of outstanding) await addJob(jobId, job);
+      };
+
+      /** Jobs BullMQ gave up on produce no result: each becomes a retryable failure row. */
+      const collectAbandoned = async (): Promise<void> => {
+        const failed = (await queue!.getJobs(['failed'], 0, 99, true)) as Job<JobData>[];
+        for (const job of failed) {
+          if (!job?.id) continue;
+          const waiting = outstanding.get(job.id);
+          if (waiting) {
+            const reason = job.failedReason || 'the job failed on the queue';
+            warn(`Failure on the queue: task ${waiting.task} rollout ${waiting.rollout} (${WORKER_LOST}): ${reason}`);
+            const row = failureRow(JSON.parse(waiting.body) as Row, WORKER_LOST, `the job queue gave up on this rollout: ${reason}`, false);
+            deliver({ jobId: job.id, worker: 'none', row });
+          }
+          await queue!.remove(job.id).catch(() => undefined);
+        }
+      };
+
+      const register = async (): Promise<void> => {
+        announcement!.refreshedAt = Date.now();
+        await client!.hset(RUNS_KEY, announcement!.runId, JSON.stringify(announcement));
+      };
+
+      /** After a reconnect: a Redis that lost the run's data (restarted empty) gets its jobs in flight again. */
+      const recover = async (): Promise<void> => {
+        if (!announcement || !client) return;
+        await register();
+        if ((await client.exists(ownerKey(announcement.prefix))) === 1) return;
+        await client.set(ownerKey(announcement.prefix), String(process.pid));
+        warn(`Redis came back without this run's data (restarted without persistence): sending the ${outstanding.size} rollouts in flight again.`);
+        for (const [jobId, job] of outstanding) addJob(jobId, job);
       };
 
       const attach = async (): Promise<void> => {
@@ -219,59 +270,41 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           if (downSince === undefined) return;
           warn(`Redis at ${address.url} is back after ${((Date.now() - downSince) / 1000).toFixed(1)} s: the run continues.`);
           downSince = undefined;
-          reconcile().catch(() => undefined);
+          recover().catch(() => undefined);
         });
-        const ready = new Promise<void>((resolve) => client!.once('ready', () => resolve()));
-        const deadline = setTimeout(() => {
-          failNow(outageError(options, 'could not be reached'));
-        }, options.outageMs);
+        const deadline = setTimeout(() => failNow(outageError(options, 'could not be reached')), options.outageMs);
         try {
-          await guarded(ready);
+          await guarded(new Promise<void>((resolve) => client!.once('ready', () => resolve())));
         } finally {
           clearTimeout(deadline);
         }
-        const connection = connectionOptions(address, `tsgym-collector:${runId}`);
-        queue = new Queue(QUEUE_NAME, { connection, prefix });
+        queue = new Queue(QUEUE_NAME, { connection: connectionOptions(address, `tsgym-collector:${runId}`), prefix, streams: { events: { maxLen: 100 } } });
         queue.on('error', () => undefined);
-        if (!options.resume) await guarded(queue.obliterate({ force: true }));
-        announcement = {
-          runId,
-          prefix,
-          output: options.output,
-          stallMs: options.stallMs,
-          runTimeoutMs: options.runTimeoutMs,
-          refreshedAt: Date.now(),
-        };
-        // A short block keeps BullMQ's read watchdog short, so a collector whose Redis vanished can exit promptly.
-        events = new QueueEvents(QUEUE_NAME, { connection, prefix, lastEventId: '$', blockingTimeout: 1000 });
-        events.on('error', () => undefined);
-        events.on('completed', ({ jobId, returnvalue }) => {
-          lastEventAt = Date.now();
-          deliver(jobId, returnvalue as unknown as JobResult);
-        });
-        events.on('failed', ({ jobId, failedReason }) => {
-          lastEventAt = Date.now();
-          // A processor that refuses a job (moves it back to delayed) is not a failure; only terminal ones land here.
-          queue?.getJob(jobId).then((job) => {
-            if (job && (job.finishedOn ?? 0) > 0) deliver(jobId, undefined, failedReason);
-          }, () => undefined);
-        });
-        await guarded(events.waitUntilReady());
+        if (!options.resume) {
+          await guarded(queue.obliterate({ force: true }));
+          await guarded(client.del(resultsKey(prefix)));
+        }
+        await guarded(client.set(ownerKey(prefix), String(process.pid)));
+        announcement = { runId, prefix, output: options.output, stallMs: options.stallMs, runTimeoutMs: options.runTimeoutMs, refreshedAt: Date.now() };
+        await guarded(register());
         attachedAt = Date.now();
-        await guarded(reconcile());
+        reader = client.duplicate();
+        reader.on('error', () => undefined);
+        // Results that finished while no collector listened are read before the first job is submitted, so a
+        // resumed run records them instead of running those rollouts again.
+        await guarded(new Promise<void>((resolve) => void readResults(prefix, resolve)));
+        if (early.size > 0) warn(`${early.size} results finished in Redis while no collector was listening; they are recorded, not run again.`);
+        let ticks = 0;
         timer = setInterval(() => {
           if (downSince !== undefined && Date.now() - downSince > options.outageMs) {
             failNow(outageError(options, `has been unreachable for ${Math.round((Date.now() - downSince) / 1000)} s`));
             return;
           }
-          if (downSince !== undefined || !client) return;
+          if (downSince !== undefined || !client || closed) return;
+          ticks++;
           readWorkers(client).then((list) => (workers = list), () => undefined);
-          // Missed events (a reconnect of the events stream) are caught by a periodic look at finished jobs.
-          const idle = outstanding.size > 0 && Date.now() - lastEventAt > 3000;
-          if (idle) lastEventAt = Date.now();
-          (idle ? reconcile() : client.hset(RUNS_KEY, announcement!.runId, JSON.stringify({ ...announcement!, refreshedAt: Date.now() }))).catch(
-            () => undefined,
-          );
+          if (ticks % 2 === 0) collectAbandoned().catch(() => undefined);
+          if (ticks % 5 === 0) register().catch(() => undefined);
         }, 1000);
         timer.unref();
       };
@@ -281,24 +314,27 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           attached ??= attach();
           await guarded(attached);
           if (fatal) throw fatal.error;
-          const jobId = jobIdOf(job.task, job.rollout, job.attempt ?? 0);
+          const jobId = jobIdOf(job.task, job.rollout, job.attempt);
           outstanding.set(jobId, job);
           const found = early.get(jobId);
           if (found) {
             early.delete(jobId);
-            deliver(jobId, found);
+            deliver(found);
           } else {
-            await guarded(addJob(jobId, job));
+            addJob(jobId, job);
           }
           await until(() => outstanding.size < concurrency);
         },
         async drain() {
-          if (attached) await guarded(attached);
+          // Even with nothing left to run, attaching clears what an interrupted earlier run left in Redis.
+          attached ??= attach();
+          await guarded(attached);
           await until(() => outstanding.size === 0);
           if (!queue || !client || !announcement) return;
           // The run is over: nothing of it stays in Redis.
           await guarded(client.hdel(RUNS_KEY, announcement.runId));
           await guarded(queue.obliterate({ force: true }));
+          await guarded(client.del(resultsKey(announcement.prefix), ownerKey(announcement.prefix)));
           await closeAll();
         },
       };

@@ -16,6 +16,7 @@ import {
   connectionOptions,
   QUEUE_NAME,
   readRuns,
+  resultsKey,
   WORKERS_KEY,
   type JobData,
   type JobResult,
@@ -73,7 +74,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   const processorFor = (run: RunAnnouncement) => {
     const execute = httpAgentExecutor(agents, run.runTimeoutMs);
-    return async (job: Job<JobData>, token?: string): Promise<JobResult> => {
+    return async (job: Job<JobData>, token?: string): Promise<void> => {
       const data = job.data;
       if (typeof data?.agent !== 'string' || typeof data.body !== 'string') {
         throw new Error(`${jobLabel(job)} carries no agent/body; it was not enqueued by gym eval run`);
@@ -89,12 +90,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const [task, rollout, attempt] = key ? [Number(key[1]), Number(key[2]), Number(key[3])] : [0, 0, 0];
       const row: Row = await execute({ task, rollout, attempt, agent: data.agent, body: data.body });
       if (routeOf(row) === 'failures') row._ng_worker = id;
-      return { worker: id, row };
+      // The result goes to the run's list before the job completes: if this worker dies in between, the job is
+      // run again and the collector drops the second answer; the other order could lose the result.
+      const result: JobResult = { jobId: job.id!, worker: id, row };
+      await client.rpush(resultsKey(run.prefix), JSON.stringify(result));
     };
   };
 
   const serve = (run: RunAnnouncement): void => {
-    const worker = new Worker<JobData, JobResult>(QUEUE_NAME, processorFor(run), {
+    const worker = new Worker<JobData, void>(QUEUE_NAME, processorFor(run), {
       connection: connectionOptions(address, `tsgym-worker:${id}`),
       prefix: run.prefix,
       concurrency: options.concurrency,
