@@ -19,10 +19,10 @@ import type { ServiceOptions } from './service.js';
 const RUN_TIMEOUT_MS = 180_000;
 const CPU_ROLLOUTS = 3_000;
 const CPU_ROUNDS = 2;
-const LATENCY_ROLLOUTS = 1_500;
+const LATENCY_ROLLOUTS = 1_200;
 const WORKER_CONCURRENCY = 32;
 const INSTANT: ServiceOptions = { steps: 4, itemBytes: 0, delayMs: 0 };
-const LATENCY: ServiceOptions = { steps: 4, itemBytes: 0, delayMs: 40 };
+const LATENCY: ServiceOptions = { steps: 4, itemBytes: 0, delayMs: 100 };
 
 interface RunningWorker {
   pid: number;
