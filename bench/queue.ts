@@ -88,6 +88,7 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
     const direct: number[] = [];
     const queued: number[] = [];
     const split: string[] = [];
+    const directSplit: string[] = [];
     for (let i = 0; i < CPU_ROUNDS; i++) {
       const plain = await measured(envPids(gymA, ''), () => collectAll(ctx, gymA, cpuInput, CPU_ROLLOUTS, window));
       const viaQueue = await measured({ ...envPids(gymA, ''), worker: workerA.pid, redis: redis.pid() }, () =>
@@ -95,8 +96,9 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
       );
       direct.push(sum(Object.values(plain.byProcess)) / CPU_ROLLOUTS);
       queued.push(sum(Object.values(viaQueue.byProcess)) / CPU_ROLLOUTS);
+      directSplit.push(Object.entries(plain.byProcess).map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`).join(', '));
       split.push(Object.entries(viaQueue.byProcess).map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`).join(', '));
-      ctx.log(`  round ${i + 1}: CPU ms/rollout direct ${direct[i]!.toFixed(3)}, queue ${queued[i]!.toFixed(3)} (${split[i]})`);
+      ctx.log(`  round ${i + 1}: CPU ms/rollout direct ${direct[i]!.toFixed(3)} (${directSplit[i]}), queue ${queued[i]!.toFixed(3)} (${split[i]})`);
     }
     const directMs = sum(direct) / CPU_ROUNDS;
     const queueMs = sum(queued) / CPU_ROUNDS;
@@ -129,7 +131,7 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
         }),
       ],
       notes: [
-        `6: CPU per rollout, ${CPU_ROLLOUTS} instant rollouts: direct ${directMs.toFixed(3)} ms, through the queue ${queueMs.toFixed(3)} ms (${split.join(' | ')})`,
+        `6: CPU per rollout, ${CPU_ROLLOUTS} instant rollouts: direct ${directMs.toFixed(3)} ms (${directSplit.join(' | ')}), through the queue ${queueMs.toFixed(3)} ms (${split.join(' | ')})`,
         `6: latency-bound (${LATENCY.steps} steps × ${LATENCY.delayMs} ms, ${WORKER_CONCURRENCY} per worker): 1 worker ${rateOne.toFixed(1)}/s, 2 workers ${rateTwo.toFixed(1)}/s, wall ${(one.wallMs / 1000).toFixed(1)} s vs ${(two.wallMs / 1000).toFixed(1)} s`,
       ],
     };
