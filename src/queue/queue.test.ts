@@ -222,3 +222,55 @@ test('Redis that stays away fails the run with a clear error and the resume comm
   assertExactlyOnce(dir, n);
   await stopWorkers([worker]);
 });
+
+test('Ctrl-C on a worker drains: its jobs in flight finish and are recorded, it takes no new job, it exits 0', { timeout: 45_000 }, async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-drain-');
+  const slow = await environment({ alpha: async (row) => (await delay(400), fakeReply.success(row, 1)) });
+  const other = await environment({ alpha: quick });
+  const n = 12;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const draining = startWorker(server, slow, 'draining', dir, 2);
+  await waitFor(() => /connected to/.test(draining.stderr()), 'the first worker to connect');
+  const run = collector(server, slow.head, dir);
+  await waitFor(() => slow.calls() === 2, 'two jobs in flight on the first worker');
+  draining.child.kill('SIGINT');
+  const stopped = await draining.result;
+  assert.equal(stopped.code, 0, stopped.stderr);
+  assert.match(stopped.stderr, /draining — no new jobs/);
+  assert.equal(slow.calls(), 2, 'no job taken after Ctrl-C');
+  // Both jobs it had finished before it exited: their results are recorded.
+  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, 'the drained results on disk');
+  startWorker(server, other, 'other', dir);
+  const result = await run.result;
+  assert.equal(result.code, 0, result.stderr);
+  assertExactlyOnce(dir, n);
+  assert.equal(other.calls(), n - 2, 'the rest ran once, on the other worker');
+});
+
+test('a job whose worker dies three times becomes a retryable worker_lost failure row', { timeout: 45_000 }, async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-lost-');
+  const hanging = await environment({ alpha: () => fakeReply.hang() });
+  const healthy = await environment({ alpha: quick });
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(1, () => 'alpha'));
+  let run: RunningGym | undefined;
+  for (let death = 1; death <= 3; death++) {
+    const doomed = startWorker(server, hanging, `doomed${death}`, dir);
+    await waitFor(() => /connected to/.test(doomed.stderr()), `doomed worker ${death} to connect`);
+    run ??= collector(server, healthy.head, dir);
+    await waitFor(() => hanging.calls() === death, `doomed worker ${death} to take the job`, 20_000);
+    doomed.child.kill('SIGKILL');
+    await doomed.result;
+  }
+  // A live worker's stalled check finds the third death and gives the job up.
+  const survivor = startWorker(server, healthy, 'survivor', dir);
+  const result = await run!.result;
+  assert.equal(result.code, 0, result.stderr);
+  const { failures } = assertExactlyOnce(dir, 1);
+  assert.equal(failures[0]!._ng_failure_class, 'worker_lost');
+  assert.equal(failures[0]!._ng_failure_terminal, undefined, 'retryable');
+  assert.match(String(failures[0]!.error), /the job queue gave up on this rollout/);
+  assert.equal(healthy.calls(), 0);
+  await stopWorkers([survivor]);
+});
