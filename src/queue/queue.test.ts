@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { lineCount, readJsonl, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../collect/cli-harness.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../collect/cli-harness.js';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
 
@@ -273,4 +273,21 @@ test('a job whose worker dies three times becomes a retryable worker_lost failur
   assert.match(String(failures[0]!.error), /the job queue gave up on this rollout/);
   assert.equal(healthy.calls(), 0);
   await stopWorkers([survivor]);
+});
+
+test('bad queue settings are one clear paragraph, before anything runs', { timeout: 20_000 }, async () => {
+  const dir = tempDir('tsgym-queue-config-');
+  const env = await environment({ alpha: quick });
+  const noQueue = await runGym(['worker', `++head_server.port=${env.head.port}`], { cwd: dir });
+  assert.equal(noQueue.code, 1);
+  assert.match(noQueue.stderr, /^Error: gym worker needs the Redis to take jobs from: add --queue redis:\/\/HOST:PORT\[\/DB\]/);
+  const badUrl = await runGym(['worker', '--queue', 'http://127.0.0.1:6379', `++head_server.port=${env.head.port}`], { cwd: dir });
+  assert.equal(badUrl.code, 1);
+  assert.match(badUrl.stderr, /Config value 'queue_url' \(--queue\) must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379\/0, got "http:\/\/127\.0\.0\.1:6379": the scheme must be redis:/);
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(2, () => 'alpha'));
+  const badRun = await runGym(['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'r.jsonl', '--queue', 'redis://h:6379/x', `++head_server.port=${env.head.port}`], { cwd: dir });
+  assert.equal(badRun.code, 1);
+  assert.match(badRun.stderr, /the database 'x' is not a number/);
+  assert.equal(env.calls(), 0);
+  for (const res of [noQueue, badUrl, badRun]) assert.doesNotMatch(res.stderr, /unexpected|\n\s+at /);
 });
