@@ -170,27 +170,28 @@ function parseJsonObject<T>(text: string | undefined): T | undefined {
   }
 }
 
-/** The announced runs, skipping entries that are not well-formed or whose collector is long gone. */
-export async function readRuns(client: Redis, now = Date.now()): Promise<RunAnnouncement[]> {
-  const entries = await client.hgetall(RUNS_KEY);
-  const runs: RunAnnouncement[] = [];
-  for (const text of Object.values(entries).slice(0, 1000)) {
-    const run = parseJsonObject<RunAnnouncement>(text);
-    if (!run || typeof run.runId !== 'string' || typeof run.prefix !== 'string' || typeof run.stallMs !== 'number') continue;
-    if (typeof run.runTimeoutMs !== 'number' || typeof run.refreshedAt !== 'number' || now - run.refreshedAt > RUN_ABANDONED_MS) continue;
-    runs.push(run);
+/** The entries of a registry hash that parse and pass `keep` (at most `limit` of them are looked at). */
+async function readHash<T>(client: Redis, key: string, limit: number, keep: (entry: T) => boolean): Promise<T[]> {
+  const entries = await client.hgetall(key);
+  const kept: T[] = [];
+  for (const text of Object.values(entries).slice(0, limit)) {
+    const entry = parseJsonObject<T>(text);
+    if (entry && keep(entry)) kept.push(entry);
   }
-  return runs;
+  return kept;
+}
+
+/** The announced runs, skipping entries that are not well-formed or whose collector is long gone. */
+export function readRuns(client: Redis, now = Date.now()): Promise<RunAnnouncement[]> {
+  return readHash<RunAnnouncement>(client, RUNS_KEY, 1000, (run) =>
+    typeof run.runId === 'string' && typeof run.prefix === 'string' && typeof run.stallMs === 'number' && typeof run.runTimeoutMs === 'number' &&
+    typeof run.refreshedAt === 'number' && now - run.refreshedAt <= RUN_ABANDONED_MS,
+  );
 }
 
 /** Workers whose roster entry is fresh. */
-export async function readWorkers(client: Redis, now = Date.now()): Promise<WorkerPresence[]> {
-  const entries = await client.hgetall(WORKERS_KEY);
-  const workers: WorkerPresence[] = [];
-  for (const text of Object.values(entries).slice(0, 10_000)) {
-    const worker = parseJsonObject<WorkerPresence>(text);
-    if (!worker || typeof worker.id !== 'string' || typeof worker.seenAt !== 'number' || !Array.isArray(worker.runs) || !Array.isArray(worker.agents)) continue;
-    if (now - worker.seenAt <= PRESENCE_FRESH_MS) workers.push(worker);
-  }
-  return workers;
+export function readWorkers(client: Redis, now = Date.now()): Promise<WorkerPresence[]> {
+  return readHash<WorkerPresence>(client, WORKERS_KEY, 10_000, (worker) =>
+    typeof worker.id === 'string' && typeof worker.seenAt === 'number' && Array.isArray(worker.runs) && Array.isArray(worker.agents) && now - worker.seenAt <= PRESENCE_FRESH_MS,
+  );
 }

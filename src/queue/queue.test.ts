@@ -110,6 +110,7 @@ test('three workers and one collector: every rollout once, failures name their w
   await waitFor(() => /connected to/.test(lacking.stderr()), 'the worker without beta to connect');
   const run = collector(server, envs[0]!.head, dir);
   await waitFor(() => /refusing job/.test(lacking.stderr()), 'the worker without beta to refuse a job');
+  await waitFor(() => /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()), 'the collector to say beta has no worker');
   const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);

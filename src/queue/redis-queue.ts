@@ -242,6 +242,18 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         }
       };
 
+      /** Once per agent: rollouts no connected worker can run wait in the queue; say so instead of stalling silently. */
+      const warnedAgents = new Set<string>();
+      const warnUnservedAgents = (): void => {
+        if (workers.length === 0) return;
+        const offered = new Set(workers.flatMap((worker) => worker.agents));
+        for (const job of outstanding.values()) {
+          if (offered.has(job.agent) || warnedAgents.has(job.agent)) continue;
+          warnedAgents.add(job.agent);
+          warn(`No connected worker offers agent '${job.agent}' (workers: ${workers.map((worker) => worker.id).join(', ')}); its rollouts wait in the queue until a worker whose environment has it connects.`);
+        }
+      };
+
       const register = async (): Promise<void> => {
         announcement!.refreshedAt = Date.now();
         await client!.hset(RUNS_KEY, announcement!.runId, JSON.stringify(announcement));
@@ -302,7 +314,10 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           }
           if (downSince !== undefined || !client || closed) return;
           ticks++;
-          readWorkers(client).then((list) => (workers = list), () => undefined);
+          readWorkers(client).then((list) => {
+            workers = list;
+            warnUnservedAgents();
+          }, () => undefined);
           if (ticks % 2 === 0) collectAbandoned().catch(() => undefined);
           if (ticks % 5 === 0) register().catch(() => undefined);
         }, 1000);

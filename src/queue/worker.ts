@@ -27,6 +27,8 @@ import {
 
 /** How long a refused job waits before it is offered again. */
 const REFUSAL_DELAY_MS = 1000;
+/** Refusals of one agent are reported at most this often (a job nobody can run is offered every second). */
+const REFUSAL_LOG_MS = 10_000;
 /** Roster entries of workers gone this long (killed, never deregistered) are pruned by the others. */
 const ROSTER_PRUNE_MS = 10 * 60 * 1000;
 
@@ -56,6 +58,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const { address, agents, id, log } = options;
   const client: Redis = connect(address, `tsgym-worker:${id}`);
   const served = new Map<string, { worker: Worker; run: RunAnnouncement }>();
+  const refusals = new Map<string, { loggedAt: number; since: number }>();
   let stopping = false;
   let redisDown = false;
   let resolveStopped: () => void = () => undefined;
@@ -80,9 +83,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         throw new Error(`${jobLabel(job)} carries no agent/body; it was not enqueued by gym eval run`);
       }
       if (agents.urlOf(data.agent) === undefined) {
-        log(
-          `worker ${id}: refusing ${jobLabel(job)} of ${run.output}: agent '${data.agent}' is not in this worker's environment (${agents.source} offers ${agents.names.join(', ') || 'no agents'}); it goes back to the queue for another worker.`,
-        );
+        const seen = refusals.get(data.agent) ?? { loggedAt: 0, since: 0 };
+        refusals.set(data.agent, seen);
+        seen.since++;
+        if (Date.now() - seen.loggedAt >= REFUSAL_LOG_MS) {
+          const more = seen.since > 1 ? ` (${seen.since - 1} more refused since the last report)` : '';
+          log(
+            `worker ${id}: refusing ${jobLabel(job)} of ${run.output}: agent '${data.agent}' is not in this worker's environment (${agents.source} offers ${agents.names.join(', ') || 'no agents'}); it goes back to the queue for another worker${more}.`,
+          );
+          seen.loggedAt = Date.now();
+          seen.since = 0;
+        }
         await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
         throw new DelayedError();
       }
