@@ -83,6 +83,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         throw new Error(`${jobLabel(job)} carries no agent/body; it was not enqueued by gym eval run`);
       }
       if (agents.urlOf(data.agent) === undefined) {
+        if (refusals.size > 1000) refusals.clear(); // agent names come from Redis: bounded
         const seen = refusals.get(data.agent) ?? { loggedAt: 0, since: 0 };
         refusals.set(data.agent, seen);
         seen.since++;
@@ -115,7 +116,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       concurrency: options.concurrency,
       lockDuration: run.stallMs,
       stalledInterval: run.stallMs,
-      // A job whose worker died twice is handed back to the collector as a retryable failure (worker_lost).
+      // Recovered after two worker deaths; the third makes it a retryable failure row (worker_lost) at the collector.
       maxStalledCount: 2,
       drainDelay: 1,
     });
