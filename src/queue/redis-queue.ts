@@ -36,6 +36,8 @@ import {
 
 /** A job BullMQ gave up on (stalled too often, a worker crashed in the processor): a retryable failure row. */
 export const WORKER_LOST = 'worker_lost';
+/** How long a finished run waits for its workers to stop serving it before deleting its keys. */
+const WORKERS_LEAVE_MS = 5000;
 /** Results read from the list per round trip. */
 const READ_BATCH = 512;
 /** Longest a result list entry may be (a bound on data from outside; a row bigger than this is a failure). */
@@ -346,8 +348,14 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           await guarded(attached);
           await until(() => outstanding.size === 0);
           if (!queue || !client || !announcement) return;
-          // The run is over: nothing of it stays in Redis.
+          // The run is over: nothing of it stays in Redis. Workers stop serving it first (they would write some of
+          // its keys again); one that does not answer within the bound is not waited for.
           await guarded(client.hdel(RUNS_KEY, announcement.runId));
+          const runId = announcement.runId;
+          for (const deadline = Date.now() + WORKERS_LEAVE_MS; Date.now() < deadline; await pause(100)) {
+            const serving = await guarded(readWorkers(client));
+            if (!serving.some((worker) => worker.runs.includes(runId))) break;
+          }
           await guarded(queue.obliterate({ force: true }));
           await guarded(client.del(resultsKey(announcement.prefix), ownerKey(announcement.prefix)));
           await closeAll();

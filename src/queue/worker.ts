@@ -143,7 +143,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       if (live.has(runId)) continue;
       served.delete(runId);
       log(`worker ${id}: ${entry.run.output} is finished (run ${runId}); no longer serving it.`);
-      void entry.worker.close().catch(() => undefined);
+      // Closed before the roster says so: the collector deletes the run's keys once no worker serves it, and a
+      // worker still open would write some of them again.
+      await Promise.race([entry.worker.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     }
     await client.hset(WORKERS_KEY, id, JSON.stringify(presence()));
     const roster = await client.hgetall(WORKERS_KEY);
