@@ -261,7 +261,7 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         await client!.hset(RUNS_KEY, announcement!.runId, JSON.stringify(announcement));
       };
 
-      /** After a reconnect: a Redis that lost the run's data (restarted empty) gets its jobs in flight again. */
+      /** After a reconnect and every few seconds: a Redis that lost the run's data gets its jobs in flight again. */
       const recover = async (): Promise<void> => {
         if (!announcement || !client) return;
         await register();
@@ -321,7 +321,8 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
             warnUnservedAgents();
           }, () => undefined);
           if (ticks % 2 === 0) collectAbandoned().catch(() => undefined);
-          if (ticks % 5 === 0) register().catch(() => undefined);
+          // Also catches a Redis emptied without a disconnect (FLUSHALL, a failover to an empty replica).
+          if (ticks % 5 === 0) recover().catch(() => undefined);
         }, 1000);
         timer.unref();
       };
