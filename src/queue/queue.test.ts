@@ -197,7 +197,7 @@ test('Redis restarting empty mid-run pauses the run visibly; it then continues a
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
-  assert.match(result.stderr, /Redis came back without this run's data .*: sending the \d+ rollouts in flight again/);
+  assert.match(result.stderr, /Redis no longer holds this run's data .*: sending the \d+ rollouts in flight again/);
   assertExactlyOnce(dir, n);
   await stopWorkers([worker]);
 });
@@ -290,4 +290,23 @@ test('bad queue settings are one clear paragraph, before anything runs', { timeo
   assert.match(badRun.stderr, /the database 'x' is not a number/);
   assert.equal(env.calls(), 0);
   for (const res of [noQueue, badUrl, badRun]) assert.doesNotMatch(res.stderr, /unexpected|\n\s+at /);
+});
+
+test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once', { timeout: 45_000 }, async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-flush-');
+  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
+  const n = 60;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const worker = startWorker(server, env, 'w1', dir);
+  const run = collector(server, env.head, dir);
+  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  const admin = new Redis({ host: '127.0.0.1', port: server.port });
+  await admin.flushall();
+  admin.disconnect();
+  const result = await run.result;
+  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+  assert.match(result.stderr, /Redis no longer holds this run's data/);
+  assertExactlyOnce(dir, n);
+  await stopWorkers([worker]);
 });

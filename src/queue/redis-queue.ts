@@ -267,7 +267,7 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         await register();
         if ((await client.exists(ownerKey(announcement.prefix))) === 1) return;
         await client.set(ownerKey(announcement.prefix), String(process.pid));
-        warn(`Redis came back without this run's data (restarted without persistence): sending the ${outstanding.size} rollouts in flight again.`);
+        warn(`Redis no longer holds this run's data (restarted without persistence, or emptied): sending the ${outstanding.size} rollouts in flight again.`);
         for (const [jobId, job] of outstanding) addJob(jobId, job);
       };
 
