@@ -98,6 +98,15 @@ async function stopWorkers(workers: RunningGym[]): Promise<void> {
   }
 }
 
+/** One Redis, one environment answering after `ms`, `n` rows for alpha, and one worker serving them. */
+async function oneWorkerScene(label: string, n: number, ms = 10): Promise<{ server: RedisProcess; dir: string; env: Environment; worker: RunningGym }> {
+  const server = await redis();
+  const dir = tempDir(`tsgym-queue-${label}-`);
+  const env = await environment({ alpha: async (row) => (await delay(ms), fakeReply.success(row, 1)) });
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  return { server, dir, env, worker: startWorker(server, env, 'w1', dir, 8) };
+}
+
 test('three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses', { timeout: 45_000 }, async () => {
   const server = await redis();
   const dir = tempDir('tsgym-queue-');
@@ -160,12 +169,8 @@ test('a SIGKILLed worker: its jobs in flight are run again after the stall timeo
 });
 
 test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-resume-');
-  const env = await environment({ alpha: async (row) => (await delay(20), fakeReply.success(row, 1)) });
   const n = 60;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const worker = startWorker(server, env, 'w1', dir, 8);
+  const { server, dir, env, worker } = await oneWorkerScene('resume', n, 20);
   const first = collector(server, env.head, dir);
   await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
   first.child.kill('SIGKILL');
@@ -183,12 +188,8 @@ test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-
 });
 
 test('Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-restart-');
-  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
   const n = 80;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const worker = startWorker(server, env, 'w1', dir);
+  const { server, dir, env, worker } = await oneWorkerScene('restart', n, 10);
   const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
   await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
   await server.kill();
@@ -203,12 +204,8 @@ test('Redis restarting empty mid-run pauses the run visibly; it then continues a
 });
 
 test('Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-outage-');
-  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
   const n = 40;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const worker = startWorker(server, env, 'w1', dir);
+  const { server, dir, env, worker } = await oneWorkerScene('outage', n, 10);
   const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
   await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, 'five rollouts on disk');
   await server.kill();
@@ -293,12 +290,8 @@ test('bad queue settings are one clear paragraph, before anything runs', { timeo
 });
 
 test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-flush-');
-  const env = await environment({ alpha: async (row) => (await delay(10), fakeReply.success(row, 1)) });
   const n = 60;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const worker = startWorker(server, env, 'w1', dir);
+  const { server, dir, env, worker } = await oneWorkerScene('flush', n, 10);
   const run = collector(server, env.head, dir);
   await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
