@@ -108,9 +108,11 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
     await ctx.service.configure(LATENCY);
     const latencyInput = path.join(ctx.workDir, `queue-counter-${LATENCY_ROLLOUTS}.jsonl`);
     await writeCounterRows(latencyInput, LATENCY_ROLLOUTS, 13);
-    const one = await collectAll(ctx, gymA, latencyInput, LATENCY_ROLLOUTS, window, queueArgs);
+    // The window holds more than both workers take, so a worker never waits for the collector to refill it.
+    const deepWindow = 4 * WORKER_CONCURRENCY;
+    const one = await collectAll(ctx, gymA, latencyInput, LATENCY_ROLLOUTS, deepWindow, queueArgs);
     workers.push(await startWorker(redis, gymB, 'bench-b'));
-    const two = await collectAll(ctx, gymA, latencyInput, LATENCY_ROLLOUTS, window, queueArgs);
+    const two = await collectAll(ctx, gymA, latencyInput, LATENCY_ROLLOUTS, deepWindow, queueArgs);
     const rateOne = one.progressRate ?? LATENCY_ROLLOUTS / (one.wallMs / 1000);
     const rateTwo = two.progressRate ?? LATENCY_ROLLOUTS / (two.wallMs / 1000);
     const ideal = 1000 / (LATENCY.steps * LATENCY.delayMs) * WORKER_CONCURRENCY;
