@@ -8,7 +8,7 @@ import type { BenchContext } from './scenarios.js';
 import type { ServiceOptions } from './service.js';
 
 /**
- * Scenario 6: the same workload direct (`gym eval run --no-serve`) and through the queue (`--queue` with
+ * Scenario 7: the same workload direct (`gym eval run --no-serve`) and through the queue (`--queue` with
  * `gym worker`s, each worker with its own `gym env start` environment), side by side in one run:
  *   - the queue's CPU cost per rollout — collector + worker(s) + redis-server + environment, minus the direct
  *     path's collector + environment — with an instant service;
@@ -64,7 +64,7 @@ function envPids(gym: RunningGym, tag: string): Record<string, number> {
 }
 
 export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> {
-  const name = '6. queue scale-out';
+  const name = '7. queue scale-out';
   const gyms: RunningGym[] = [];
   const workers: RunningWorker[] = [];
   let redis: RedisProcess | undefined;
@@ -133,8 +133,8 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
         }),
       ],
       notes: [
-        `6: CPU per rollout, ${CPU_ROLLOUTS} instant rollouts: direct ${directMs.toFixed(3)} ms (${directSplit.join(' | ')}), through the queue ${queueMs.toFixed(3)} ms (${split.join(' | ')})`,
-        `6: latency-bound (${LATENCY.steps} steps × ${LATENCY.delayMs} ms, ${WORKER_CONCURRENCY} per worker): 1 worker ${rateOne.toFixed(1)}/s, 2 workers ${rateTwo.toFixed(1)}/s, wall ${(one.wallMs / 1000).toFixed(1)} s vs ${(two.wallMs / 1000).toFixed(1)} s`,
+        `7: CPU per rollout, ${CPU_ROLLOUTS} instant rollouts: direct ${directMs.toFixed(3)} ms (${directSplit.join(' | ')}), through the queue ${queueMs.toFixed(3)} ms (${split.join(' | ')})`,
+        `7: latency-bound (${LATENCY.steps} steps × ${LATENCY.delayMs} ms, ${WORKER_CONCURRENCY} per worker): 1 worker ${rateOne.toFixed(1)}/s, 2 workers ${rateTwo.toFixed(1)}/s, wall ${(one.wallMs / 1000).toFixed(1)} s vs ${(two.wallMs / 1000).toFixed(1)} s`,
       ],
     };
   } finally {

@@ -9,14 +9,15 @@ import { bigTrajectories, latencyBound, overheadAndMemory, startUp, type BenchCo
 import { queueScaleOut } from './queue.js';
 import { startService } from './service.js';
 import { summarizeProfiles } from './profile.js';
+import { shellSandboxes } from './shell.js';
 
 /**
- * `npm run bench`: the six performance scenarios, side by side, in one command. Prints a table and writes
+ * `npm run bench`: the performance scenarios, side by side, in one command. Prints a table and writes
  * `bench/results/latest.json`. It reports; it never fails a build (exit 0 unless the bench itself broke).
  *
  *   node dist/bench/run.js [--only 1,3] [--profile]
  *
- * `--only` runs a subset (5 runs inside 1's environment; `--only 6` is the queue scenario alone) and writes bench/results/partial.json instead.
+ * `--only` runs a subset (5 runs inside 1's environment; `--only 7` is the queue scenario alone) and writes bench/results/partial.json instead.
  * `--profile` runs scenario 1 with V8's CPU profiler (what `node --cpu-prof` records; started by probe.ts, since
  * Node 20 refuses --cpu-prof in NODE_OPTIONS) in the collector, the agent, the environment and the supervisor,
  * writes the profiles to bench/results/profiles/ and prints the functions with the most self time (no results
@@ -31,12 +32,13 @@ const SCENARIOS: Array<{ id: string; title: string; run: (ctx: BenchContext, onl
   { id: '2', title: '2. latency-bound scale', run: async (ctx) => [await latencyBound(ctx)] },
   { id: '3', title: '3. big trajectories', run: async (ctx) => [await bigTrajectories(ctx)] },
   { id: '4', title: '4. start-up', run: async (ctx) => [await startUp(ctx)] },
-  { id: '6', title: '6. queue scale-out (direct vs gym worker through Redis)', run: async (ctx) => [await queueScaleOut(ctx)] },
+  { id: '6', title: '6. shell sandboxes', run: async (ctx) => [await shellSandboxes(ctx)] },
+  { id: '7', title: '7. queue scale-out (direct vs gym worker through Redis)', run: async (ctx) => [await queueScaleOut(ctx)] },
 ];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' }, profile: { type: 'boolean' } } });
-  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6')).split(',').map((id) => id.trim()));
+  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7')).split(',').map((id) => id.trim()));
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
   const profileDir = values.profile ? path.join(RESULTS, 'profiles') : undefined;

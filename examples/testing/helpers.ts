@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runAgentCheck, type AgentCheckReport } from '../../src/check/agent-check.js';
 import { request } from '../../src/http/client.js';
+import type { App } from '../../src/http/server.js';
 
 /** The repository root (this file runs from dist/examples/testing/). */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -89,37 +90,66 @@ export interface RolloutResults {
  * remote agent cannot be loaded in this checkout.
  */
 export async function runCounterRollouts(serviceUrl: string): Promise<RolloutResults | { unavailable: string }> {
+  let envModule: typeof import('../../resources_servers/example_session_state_mgmt/app.js');
+  try {
+    envModule = await import('../../resources_servers/example_session_state_mgmt/app.js');
+  } catch (err) {
+    return { unavailable: `the counter environment could not be loaded: ${(err as Error).message}` };
+  }
+  return runDatasetRollouts(serviceUrl, {
+    environment: (name) => envModule.createCounterServer(name),
+    environmentName: 'example_session_state_mgmt_resources_server',
+    dataset: `${REPO_ROOT}resources_servers/example_session_state_mgmt/data/example.jsonl`,
+    maxSteps: 8,
+  });
+}
+
+export interface DatasetRolloutOptions {
+  /** Builds the environment's app for the given instance name. */
+  environment(name: string): App;
+  environmentName: string;
+  /** A JSONL file of rows. */
+  dataset: string;
+  maxSteps: number;
+  /** Rows run at the same time (default 8). */
+  concurrency?: number;
+}
+
+/**
+ * Every row of `dataset` as one real rollout: the environment and tsgym's remote agent on loopback ports, driving
+ * the service at `serviceUrl`, rows in file order. Resolves `unavailable` when the remote agent cannot be loaded.
+ */
+export async function runDatasetRollouts(serviceUrl: string, options: DatasetRolloutOptions): Promise<RolloutResults | { unavailable: string }> {
   let agentModule: typeof import('../../responses_api_agents/remote_agent/app.js');
   let configModule: typeof import('../../responses_api_agents/remote_agent/config.js');
-  let envModule: typeof import('../../resources_servers/example_session_state_mgmt/app.js');
   try {
     agentModule = await import('../../responses_api_agents/remote_agent/app.js');
     configModule = await import('../../responses_api_agents/remote_agent/config.js');
-    envModule = await import('../../resources_servers/example_session_state_mgmt/app.js');
   } catch (err) {
     return { unavailable: `the remote agent could not be loaded: ${(err as Error).message}` };
   }
-  const envName = 'example_session_state_mgmt_resources_server';
-  const env = await envModule.createCounterServer(envName).listen(0);
+  const envName = options.environmentName;
+  const env = await options.environment(envName).listen(0);
   const config = configModule.parseRemoteAgentConfig(
-    { agent_base_url: serviceUrl, resources_server: { type: 'resources_servers', name: envName }, max_steps: 8 },
+    { agent_base_url: serviceUrl, resources_server: { type: 'resources_servers', name: envName }, max_steps: options.maxSteps },
     'remote_agent',
   );
   const agent = await agentModule
     .createRemoteAgent({ config, resourcesServer: { name: envName, url: env.url }, log: () => {} })
     .app.listen(0);
   try {
-    const dataset = readFileSync(`${REPO_ROOT}resources_servers/example_session_state_mgmt/data/example.jsonl`, 'utf8');
-    const rows = await Promise.all(
-      dataset
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map(async (line) => {
-          const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: line, timeoutMs: 20_000 });
-          assert.equal(res.status, 200, res.text());
-          return res.json() as Record<string, any>;
-        }),
-    );
+    const lines = readFileSync(options.dataset, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    const rows: Record<string, any>[] = new Array(lines.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < lines.length) {
+        const index = next++;
+        const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: lines[index]!, timeoutMs: 20_000 });
+        assert.equal(res.status, 200, res.text());
+        rows[index] = res.json() as Record<string, any>;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 8, lines.length) }, worker));
     return { rewards: rows.map((row) => row.reward as number), rows };
   } finally {
     await agent.close();

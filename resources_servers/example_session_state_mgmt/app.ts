@@ -1,49 +1,41 @@
-import { z } from 'zod';
-import { HttpError } from '../../src/http/server.js';
-import { createResourcesServer, tool } from '../../src/server/resources-server.js';
-import { isMainModule, serveInstance } from '../../src/server/serve.js';
+import { defineEnvironment, EnvironmentServer, isMainModule, runEnvironment, z } from '../../src/environment/index.js';
 
 /**
- * The stateful counter environment. Each rollout's session holds one integer: `/seed_session` stores the row's
- * `initial_count` (only when the session has none yet, as the reference does), `increment_counter` adds to it,
- * `get_counter_value` reads it, and `/verify` gives 1.0 exactly when it equals the row's `expected_count`.
+ * The stateful counter environment, the smallest example of the environment kit. Each rollout's session holds
+ * one integer: `/seed_session` stores the row's `initial_count` (only when the session has none yet, as the
+ * reference does: Q16), `increment_counter` adds to it, `get_counter_value` reads it (a session never seeded
+ * starts at 0), and `/verify` gives 1.0 exactly when it equals the row's `expected_count`.
  */
-// Built once: constructing a zod schema on every /verify showed up in the environment's CPU profile.
-const ExpectedCount = z.int();
-
-export function createCounterServer(instanceName: string) {
-  const counters = new Map<string, number>();
-
-  return createResourcesServer({
-    className: 'StatefulCounterResourcesServer',
-    instanceName,
-    seed: tool(z.looseObject({ initial_count: z.int() }), ({ initial_count }, { sessionId }) => {
-      if (!counters.has(sessionId)) counters.set(sessionId, initial_count);
-      return {};
-    }),
-    tools: {
-      increment_counter: tool(z.looseObject({ count: z.int() }), ({ count }, { sessionId }) => {
-        counters.set(sessionId, (counters.get(sessionId) ?? 0) + count);
+export const counterEnvironment = defineEnvironment({
+  name: 'example_session_state_mgmt',
+  className: 'StatefulCounterResourcesServer',
+  seedRow: z.looseObject({ initial_count: z.int() }),
+  createState: (row) => ({ count: row.initial_count }),
+  initialState: () => ({ count: 0 }),
+  reseed: 'keep',
+  tools: (tool) => ({
+    increment_counter: tool({
+      description: 'Add `count` to the counter.',
+      input: z.looseObject({ count: z.int() }),
+      run: ({ count }, { state }) => {
+        state.count += count;
         return { success: true };
-      }),
-      get_counter_value: tool(z.unknown(), (_args, { sessionId }) => {
-        if (!counters.has(sessionId)) counters.set(sessionId, 0);
-        return { count: counters.get(sessionId) };
-      }),
-    },
-    verify: (body, { sessionId }) => {
-      const expected = ExpectedCount.safeParse(body.expected_count);
-      if (!expected.success) {
-        throw new HttpError(422, [
-          { type: 'int_type', loc: ['body', 'expected_count'], msg: 'expected_count: expected an integer' },
-        ]);
-      }
-      const count = counters.get(sessionId);
-      return { reward: count !== undefined && count === expected.data ? 1.0 : 0.0 };
-    },
-  });
+      },
+    }),
+    get_counter_value: tool({
+      description: 'Read the counter.',
+      input: z.looseObject({}),
+      run: (_args, { state }) => ({ count: state.count }),
+    }),
+  }),
+  verifyRow: z.looseObject({ expected_count: z.int() }),
+  // A session that was never seeded nor touched has no state: it scores 0.0, even when 0 is expected.
+  verify: ({ row, state }) => ({ reward: state !== undefined && state.count === row.expected_count ? 1.0 : 0.0 }),
+});
+
+/** The counter as a resources-server app (tests and examples listen on it directly). */
+export function createCounterServer(instanceName: string) {
+  return new EnvironmentServer(counterEnvironment, { instanceName }).app;
 }
 
-if (isMainModule(import.meta.url)) {
-  void serveInstance(({ instance }) => createCounterServer(instance.name));
-}
+if (isMainModule(import.meta.url)) void runEnvironment(counterEnvironment);

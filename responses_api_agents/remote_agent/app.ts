@@ -1,3 +1,4 @@
+import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
 import { validateCreateParams } from '../../src/contract.js';
 import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
@@ -7,11 +8,12 @@ import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from './budget.js';
 import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment } from './environment.js';
+import { Environment, EnvironmentJar } from './environment.js';
 import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
 import { ServiceClient } from './service-client.js';
+import { RolloutRegistry } from './status.js';
 
 /**
  * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)
@@ -51,15 +53,18 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
   const log = new AgentLog(options.log);
   for (const warning of config.warnings) log.line(`WARNING: [remote_agent] ${warning}`);
   const debug = options.debug ? (line: string) => log.line(line) : undefined;
+  const registry = new RolloutRegistry();
   const ctx: RolloutContext = {
     config,
     log,
     limiter: new FifoSemaphore(config.concurrency),
+    registry,
     environment: options.environment ?? new Environment(options.resourcesServer.name, options.resourcesServer.url),
     service: new ServiceClient({
       baseUrl: config.agentBaseUrl,
       timeoutSecs: config.remoteResponsesTimeoutSecs,
       maxResponseBytes: config.maxResponseBytes,
+      auth: config.auth,
       ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
       ...(debug ? { debug } : {}),
     }),
@@ -74,9 +79,9 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         body = req.json();
       } catch (err) {
         // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
-        return { body: rejectRunBody(`/run body is not valid JSON: ${(err as Error).message}`, ctx) };
+        return { body: rejectRunBody(`/run body rejected: ${(err as Error).message}`, ctx) };
       }
-      return { body: await runRollout(body, ctx, req.signal) };
+      return { body: await runRollout(body, ctx, { callerSignal: req.signal, stepLatency: req.headers[STEP_LATENCY_HEADER] === '1' }) };
     },
 
     async responses(req) {
@@ -125,11 +130,15 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
     },
   });
 
+  // The collector polls this about once a second while a run is in flight (see ./status.ts).
+  app.get('/status', () => ({ body: registry.snapshot() }));
+
   return { app, limiter: ctx.limiter, config };
 }
 
-function jarFromRequest(req: GymRequest): CookieJar {
-  const jar = new CookieJar();
+/** The caller seeded this session, not the agent: no boot id is known, so a restart is not detected here. */
+function jarFromRequest(req: GymRequest): EnvironmentJar {
+  const jar = new EnvironmentJar();
   jar.absorb(Object.entries(req.cookies).map(([name, value]) => `${name}=${value}`));
   return jar;
 }

@@ -196,3 +196,56 @@ describe('D13: the FIFO semaphore', () => {
     assert.equal(semaphore.available, 2);
   });
 });
+
+describe('credentials and CA (D21): agent_api_key_env, agent_headers, agent_ca_file', () => {
+  const SECRET = 'sk-config-test-s3cr3t';
+  const withEnv = (extra: Record<string, unknown>, env: NodeJS.ProcessEnv) =>
+    parseRemoteAgentConfig({ agent_base_url: 'https://agent.example:9000', resources_server: REF, ...extra }, 'my_agent', env);
+
+  test('agent_api_key_env becomes Authorization: Bearer <value>; the value is kept for redaction only', () => {
+    const config = withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: ` ${SECRET} ` });
+    assert.deepEqual(config.auth.headers, { authorization: `Bearer ${SECRET}` });
+    assert.deepEqual(config.auth.secrets, [SECRET]);
+    assert.equal(config.auth.apiKeyEnv, 'MY_TOKEN');
+    assert.deepEqual(parse({}).auth.headers, {}, 'no credential by default');
+  });
+
+  test('an unset or empty variable is a config error naming the variable, never a value', () => {
+    assert.match(configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, {})).message, /my_agent\.responses_api_agents\.remote_agent\.agent_api_key_env names the environment variable MY_TOKEN, which is not set/);
+    assert.match(configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: '  ' })).message, /MY_TOKEN, which is empty/);
+    const pasted = configError(() => withEnv({ agent_api_key_env: SECRET }, {}));
+    assert.match(pasted.message, /must be the name of an environment variable/);
+    assert.ok(!pasted.message.includes(SECRET), 'a token pasted in place of the name is not echoed');
+    const newline = configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: `${SECRET}\nX-Evil: 1` }));
+    assert.match(newline.message, /line break/);
+    assert.ok(!newline.message.includes(SECRET));
+  });
+
+  test('agent_headers: values kept, reserved and hop-by-hop names rejected, empty values rejected without echo', () => {
+    const config = withEnv({ agent_headers: { 'X-Api-Key': SECRET, 'X-Tenant': 'acme' } }, {});
+    assert.deepEqual(config.auth.headers, { 'x-api-key': SECRET, 'x-tenant': 'acme' });
+    for (const name of ['Host', 'Content-Length', 'Cookie', 'Content-Type', 'Connection', 'Transfer-Encoding', 'proxy-authorization']) {
+      assert.match(configError(() => withEnv({ agent_headers: { [name]: 'v' } }, {})).message, new RegExp(`agent_headers\\.${name} is not allowed`));
+    }
+    assert.match(configError(() => withEnv({ agent_headers: { 'Bad Name': 'v' } }, {})).message, /not a valid HTTP header name/);
+    assert.match(configError(() => withEnv({ agent_headers: { 'X-Key': '' } }, {})).message, /X-Key must be a non-empty string/);
+    assert.match(configError(() => withEnv({ agent_headers: 'Authorization: Bearer x' }, {})).message, /must be a mapping/);
+    const both = configError(() => withEnv({ agent_api_key_env: 'T', agent_headers: { authorization: SECRET } }, { T: 'x' }));
+    assert.match(both.message, /sets Authorization, and .*agent_api_key_env sets it too/);
+    assert.ok(!both.message.includes(SECRET));
+  });
+
+  test('agent_ca_file: missing, a directory, or not PEM is a config error naming the key and the path', () => {
+    assert.match(configError(() => withEnv({ agent_ca_file: '/nonexistent/ca.pem' }, {})).message, /agent_ca_file = \/nonexistent\/ca\.pem does not exist/);
+    assert.match(configError(() => withEnv({ agent_ca_file: '/' }, {})).message, /agent_ca_file = \/ is a directory/);
+    assert.match(configError(() => withEnv({ agent_ca_file: new URL(import.meta.url).pathname }, {})).message, /holds no PEM certificate/);
+  });
+
+  test('warnings: a credential over plain http to another host; a CA file with an http:// URL', () => {
+    const remote = parseRemoteAgentConfig({ agent_base_url: 'http://agent.example:9000', resources_server: REF, agent_api_key_env: 'T' }, 'a', { T: SECRET });
+    assert.match(remote.warnings.join('\n'), /sent to agent\.example:9000 over plain http/);
+    const local = parseRemoteAgentConfig({ agent_base_url: 'http://127.0.0.1:9000', resources_server: REF, agent_api_key_env: 'T' }, 'a', { T: SECRET });
+    assert.deepEqual(local.warnings, []);
+    assert.ok(!remote.warnings.join('\n').includes(SECRET));
+  });
+});

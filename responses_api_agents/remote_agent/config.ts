@@ -1,4 +1,5 @@
 import { ConfigError } from '../../src/errors.js';
+import { authWarnings, parseServiceAuth, type ServiceAuth } from './service-auth.js';
 
 /**
  * The remote agent's own config block (`<instance>.responses_api_agents.remote_agent`), validated up front so a
@@ -21,6 +22,8 @@ export interface RemoteAgentConfig {
   /** `null` = no step bound. */
   maxSteps: number | null;
   maxResponseBytes: number;
+  /** Credential headers and CA for the service hop (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
+  auth: ServiceAuth;
   /** Start-up warnings (legal but probably unintended settings), for the server to print once. */
   warnings: string[];
 }
@@ -32,10 +35,17 @@ export const DEFAULTS = {
   maxResponseBytes: 64 * 1024 * 1024,
 } as const;
 
-export function parseRemoteAgentConfig(inner: Record<string, unknown>, instanceName: string): RemoteAgentConfig {
+/** `env` is the agent server's environment, where `agent_api_key_env` names a variable. */
+export function parseRemoteAgentConfig(
+  inner: Record<string, unknown>,
+  instanceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): RemoteAgentConfig {
   const where = (key: string): string => `${instanceName}.responses_api_agents.remote_agent.${key}`;
+  const agentBaseUrl = normalizeAgentBaseUrl(inner.agent_base_url, where('agent_base_url'));
+  const auth = parseServiceAuth(inner, where, env);
   const config: RemoteAgentConfig = {
-    agentBaseUrl: normalizeAgentBaseUrl(inner.agent_base_url, where('agent_base_url')),
+    agentBaseUrl,
     resourcesServer: parseResourcesServerRef(inner.resources_server, where('resources_server')),
     concurrency: integerAtLeastOne(inner.concurrency, DEFAULTS.concurrency, where('concurrency')),
     remoteResponsesTimeoutSecs: positiveSeconds(
@@ -46,7 +56,8 @@ export function parseRemoteAgentConfig(inner: Record<string, unknown>, instanceN
     runTimeoutSecs: positiveSeconds(inner.run_timeout_secs, DEFAULTS.runTimeoutSecs, where('run_timeout_secs')),
     maxSteps: isUnset(inner.max_steps) ? null : integerAtLeastOne(inner.max_steps, 0, where('max_steps'), 'or unset'),
     maxResponseBytes: integerAtLeastOne(inner.max_response_bytes, DEFAULTS.maxResponseBytes, where('max_response_bytes')),
-    warnings: [],
+    auth,
+    warnings: authWarnings(auth, agentBaseUrl, where),
   };
   if (config.remoteResponsesTimeoutSecs >= config.runTimeoutSecs) {
     config.warnings.push(
@@ -60,7 +71,7 @@ export function parseRemoteAgentConfig(inner: Record<string, unknown>, instanceN
 
 /**
  * Validate and normalise `agent_base_url`. Only http(s); no query, fragment or `;params` (not even a bare `?` or
- * `#`, which `new URL` would silently drop); no credentials (Gym sends none, and a URL holding one would end up in
+ * `#`, which `new URL` would silently drop); no credentials (they belong in agent_api_key_env, and a URL holding one would end up in
  * logs). The error never repeats the URL, since the offending part may be a secret (D16).
  */
 export function normalizeAgentBaseUrl(raw: unknown, where: string): string {
@@ -85,8 +96,8 @@ export function normalizeAgentBaseUrl(raw: unknown, where: string): string {
   if (authority.includes('@')) {
     reject(
       'it embeds credentials (user[:password]@)',
-      'Gym sends no credential to your service; remove them and protect the service at the network level ' +
-        '(VPN, private network, IP allowlist or an authenticating tunnel).',
+      'a credential never goes in the URL; remove it and send it with agent_api_key_env (a bearer token read from ' +
+        'an environment variable) or agent_headers, or protect the service at the network level.',
     );
   }
   if (text.includes('?')) reject('it has a query string', 'Remove everything from the "?" on.');

@@ -1,6 +1,7 @@
 import { RetryableRolloutError } from '../../src/errors.js';
 import { callInternal, HttpTransportError, type HttpResponse } from '../../src/http/client.js';
-import type { CookieJar } from '../../src/http/cookies.js';
+import { CookieJar } from '../../src/http/cookies.js';
+import { SERVER_BOOT_HEADER } from '../../src/server/session.js';
 import type { RunBudget } from './budget.js';
 
 /**
@@ -9,25 +10,41 @@ import type { RunBudget } from './budget.js';
  * failures are retried a bounded number of times by `callInternal` and then fail the rollout with a text naming
  * the resources server and its URL (decision D12), instead of waiting out the run timeout.
  */
+/** Tool outputs and verify bodies are held whole (and echoed to the service): bounded like a service answer (D14). */
+const ENVIRONMENT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A rollout's session with the resources server: its cookies, and the boot id (`SERVER_BOOT_HEADER`) of the server
+ * that answered `/seed_session`. A tool call or `/verify` answered under another boot id reached a restarted server
+ * whose in-memory session is gone (D20): the rollout fails as retryable rather than being scored on an empty session.
+ * A server that sends no boot header (NeMo Gym's Python servers) is not checked: there is nothing to compare.
+ */
+export class EnvironmentJar extends CookieJar {
+  seededOnBoot: string | undefined;
+}
+
 export class Environment {
   constructor(
     readonly name: string,
     readonly url: string,
   ) {}
 
-  async seed(row: Record<string, unknown>, jar: CookieJar, budget: RunBudget): Promise<void> {
+  async seed(row: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<void> {
     const res = await this.call('/seed_session', JSON.stringify(row), jar, budget);
     if (!isSuccess(res)) throw statusError(res);
+    jar.seededOnBoot = bootOf(res);
   }
 
   /** Run one tool. Whatever the status, the body text is the tool's result (an unknown tool's 404 included). */
-  async callTool(name: string, argumentsJson: string, jar: CookieJar, budget: RunBudget): Promise<string> {
+  async callTool(name: string, argumentsJson: string, jar: EnvironmentJar, budget: RunBudget): Promise<string> {
     const res = await this.call(`/${name}`, argumentsJson, jar, budget);
+    this.checkSameBoot(res, jar);
     return res.text();
   }
 
-  async verify(body: Record<string, unknown>, jar: CookieJar, budget: RunBudget): Promise<Record<string, unknown>> {
+  async verify(body: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<Record<string, unknown>> {
     const res = await this.call('/verify', JSON.stringify(body), jar, budget);
+    this.checkSameBoot(res, jar);
     if (!isSuccess(res)) throw statusError(res);
     let result: unknown;
     try {
@@ -59,6 +76,7 @@ export class Environment {
       return await callInternal(`${this.url}${path}`, {
         jsonText,
         jar,
+        maxBodyBytes: ENVIRONMENT_MAX_BODY_BYTES,
         // The run deadline bounds every hop; the budget's signal cuts it at that moment.
         timeoutMs: Math.max(1, budget.remainingMs()),
         signal: budget.signal,
@@ -66,6 +84,15 @@ export class Environment {
     } catch (err) {
       throw this.transportFailure(err, path);
     }
+  }
+
+  private checkSameBoot(res: HttpResponse, jar: EnvironmentJar): void {
+    if (jar.seededOnBoot === undefined || bootOf(res) === jar.seededOnBoot) return;
+    throw new RetryableRolloutError(
+      'RESOURCES_SERVER_RESTARTED',
+      `the resources server '${this.name}' restarted during this rollout (its session state was lost); ` +
+        'the rollout will be retried on resume',
+    );
   }
 
   private transportFailure(err: unknown, path: string): unknown {
@@ -77,6 +104,11 @@ export class Environment {
         : `${path} on ${server} failed: ${err.message}`;
     return new RetryableRolloutError('RESOURCES_SERVER_UNREACHABLE', message, { cause: err });
   }
+}
+
+function bootOf(res: HttpResponse): string | undefined {
+  const value = res.headers[SERVER_BOOT_HEADER];
+  return typeof value === 'string' ? value : undefined;
 }
 
 function isSuccess(res: HttpResponse): boolean {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import {
   isAssistantMessage,
   normalizeInput,
@@ -6,12 +7,14 @@ import {
   type ResponseObject,
   type Usage,
 } from '../../src/contract.js';
+import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { CookieJar } from '../../src/http/cookies.js';
 import { RESERVED_ROUTES } from '../../src/server/resources-server.js';
 import type { RunBudget } from './budget.js';
-import type { Environment } from './environment.js';
+import type { Environment, EnvironmentJar } from './environment.js';
 import type { ServiceClient } from './service-client.js';
+import type { RolloutProgress } from './status.js';
 import { StepBody } from './step-body.js';
 
 /**
@@ -35,9 +38,11 @@ export interface LoopContext {
   environment: Environment;
   /** The rollout's cookies for the service and for the environment: two jars that never mix (D7). */
   serviceJar: CookieJar;
-  envJar: CookieJar;
+  envJar: EnvironmentJar;
   maxSteps: number | null;
   budget: RunBudget;
+  /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */
+  progress?: RolloutProgress;
 }
 
 export async function runAgentLoop(
@@ -47,8 +52,10 @@ export async function runAgentLoop(
 ): Promise<ResponseObject> {
   const body = new StepBody(params, normalizeInput(params.input));
   for (let step = 1; ; step++) {
-    const response = await ctx.service.respond(body.build(trajectory.items), ctx.serviceJar, ctx.budget);
-    trajectory.addResponse(response);
+    ctx.progress?.enter('calling_service', step);
+    const sentAt = performance.now();
+    const response = await ctx.service.respond(body.build(trajectory.items), ctx.serviceJar, ctx.budget, ctx.progress);
+    trajectory.addResponse(response, performance.now() - sentAt);
     checkResponseStatus(response);
     if (response.incomplete_details) break;
 
@@ -61,7 +68,10 @@ export async function runAgentLoop(
           'assistant message, no incomplete_details); each response must ask for Gym tools or finish',
       );
     }
-    for (const call of asks) trajectory.addToolOutput(await runTool(call, ctx));
+    for (const call of asks) {
+      ctx.progress?.enter('running_tool', step, call.name);
+      trajectory.addToolOutput(await runTool(call, ctx));
+    }
     if (ctx.maxSteps !== null && step >= ctx.maxSteps) break;
   }
   return trajectory.toResponse();
@@ -155,8 +165,9 @@ export function checkArguments(text: string): { ok: true } | { ok: false; reason
   if (text.trim() === '') return { ok: false, reason: 'arguments are empty, expected a JSON object' };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseBoundedJson(text);
   } catch (err) {
+    if (err instanceof JsonTooDeep) return { ok: false, reason: err.message };
     return { ok: false, reason: `${(err as Error).name}: ${(err as Error).message}` };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -187,13 +198,16 @@ export interface FunctionCallOutputItem {
  */
 export class Trajectory {
   readonly items: unknown[] = [];
+  /** Wall time of each step's service call (overload waits included), in milliseconds. */
+  readonly stepLatenciesMs: number[] = [];
   steps = 0;
   stepsWithUsage = 0;
   private last: ResponseObject | undefined;
   private usage: Usage | null = null;
 
-  addResponse(response: ResponseObject): void {
+  addResponse(response: ResponseObject, latencyMs = 0): void {
     this.last = response;
+    this.stepLatenciesMs.push(latencyMs);
     this.steps++;
     for (const item of response.output) this.items.push(item);
     if (response.usage != null) {
@@ -211,6 +225,11 @@ export class Trajectory {
   }
 
   /** The last response with `output` = every item so far and `usage` = the sum (null when no step reported). */
+  /** `_ng_step_latency_secs`: each step's service latency in seconds (millisecond precision). */
+  stepLatenciesSecs(): number[] {
+    return this.stepLatenciesMs.map((ms) => Math.round(ms) / 1000);
+  }
+
   toResponse(): ResponseObject {
     if (!this.last) throw new Error('Trajectory.toResponse() before any response');
     return { ...this.last, output: [...this.items] as ResponseObject['output'], usage: this.usage };

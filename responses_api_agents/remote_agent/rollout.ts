@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { STEP_LATENCY_KEY } from '../../src/collect/step-latency.js';
 import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
 import {
   describeError,
@@ -11,14 +12,17 @@ import { CookieJar } from '../../src/http/cookies.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
-import type { Environment } from './environment.js';
+import { EnvironmentJar, type Environment } from './environment.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
+import type { RolloutProgress, RolloutRegistry } from './status.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
- * the service, verify on the same session, and return `{...row, ...verifyResult}`. Every failure becomes a
+ * the service, verify on the same session, and return what `/verify` returned, as the reference does (decision C4):
+ * the environment decides what a row holds and may leave dataset fields out on purpose (answer keys, images, bulky
+ * inputs); the collector adds its stamps. Every failure becomes a
  * reward-0 row (remote-agent-cases.md §0.1) whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
  */
@@ -31,6 +35,8 @@ export interface RolloutContext {
   environment: Environment;
   limiter: FifoSemaphore;
   log: AgentLog;
+  /** In-flight rollouts for `GET /status`. */
+  registry?: RolloutRegistry;
 }
 
 export const FAILURE_CLASS = 'remote_agent_error';
@@ -50,6 +56,7 @@ export const STALE_RESULT_KEYS = [
   '_ng_partial_response',
   '_ng_rollout_duration_secs',
   '_ng_queue_wait_secs',
+  '_ng_step_latency_secs',
 ] as const;
 
 export function stripStaleKeys(row: Row): Row {
@@ -58,13 +65,25 @@ export function stripStaleKeys(row: Row): Row {
   return clean;
 }
 
-export async function runRollout(body: unknown, ctx: RolloutContext, callerSignal?: AbortSignal): Promise<Row> {
+export interface RunOptions {
+  /** Aborted when the caller hangs up. */
+  callerSignal?: AbortSignal;
+  /**
+   * Add `_ng_step_latency_secs` to a success result: only when the caller asked (tsgym's collector does, with the
+   * `x-gym-step-latency: 1` header, then folds the list into the run status and takes it off the row). Any other
+   * caller, NeMo Gym's collector included, gets exactly what `/verify` returned (C4). Failure rows always carry it.
+   */
+  stepLatency?: boolean;
+}
+
+export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
   const row = stripStaleKeys(body as Row);
   const clock: RunClock = { queuedAt: performance.now() };
   const trajectory = new Trajectory();
+  const progress = ctx.registry?.begin(row);
   try {
     if ('skills_ref' in row) {
       ctx.log.warn('skills_ref', 'the row carries skills_ref, which the remote agent ignores (it is never sent to the service)');
@@ -76,12 +95,14 @@ export async function runRollout(body: unknown, ctx: RolloutContext, callerSigna
     return await withRunBudget(
       ctx.limiter,
       ctx.config.runTimeoutSecs,
-      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx),
-      { clock, ...(callerSignal ? { callerSignal } : {}) },
+      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx, progress, options.stepLatency === true),
+      { clock, ...(options.callerSignal ? { callerSignal: options.callerSignal } : {}) },
     );
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
     return failureRow(row, err, ctx, trajectory, clock);
+  } finally {
+    if (progress) ctx.registry?.end(progress);
   }
 }
 
@@ -96,11 +117,14 @@ async function seedLoopVerify(
   budget: RunBudget,
   trajectory: Trajectory,
   ctx: RolloutContext,
+  progress: RolloutProgress | undefined,
+  stepLatency: boolean,
 ): Promise<Row> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
-  const envJar = new CookieJar();
+  const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
 
+  progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
   const response = await stage(
     'agent loop failed: ',
@@ -113,16 +137,20 @@ async function seedLoopVerify(
         envJar,
         maxSteps: ctx.config.maxSteps,
         budget,
+        ...(progress ? { progress } : {}),
       },
       trajectory,
     ),
   );
   warnAboutUsage(trajectory, ctx.log);
+  progress?.enter('verifying');
   const verified = await stage(
     '/verify on the resources server failed: ',
     ctx.environment.verify({ ...row, response }, envJar, budget),
   );
-  return { ...row, ...verified };
+  // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
+  // a collector that asked and strips them before writing the row.
+  return stepLatency ? { ...verified, [STEP_LATENCY_KEY]: trajectory.stepLatenciesSecs() } : verified;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
@@ -158,7 +186,10 @@ function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Tr
     _ng_failure_class: FAILURE_CLASS,
   };
   if (isGymError(err) && err.errorClass === 'terminal') result._ng_failure_terminal = true;
-  if (trajectory && !trajectory.isEmpty) result._ng_partial_response = trajectory.toResponse();
+  if (trajectory && !trajectory.isEmpty) {
+    result._ng_partial_response = trajectory.toResponse();
+    result[STEP_LATENCY_KEY] = trajectory.stepLatenciesSecs();
+  }
   if (clock?.admittedAt !== undefined) {
     result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);
     result._ng_rollout_duration_secs = seconds(performance.now() - clock.admittedAt);

@@ -12,24 +12,7 @@ import {
 } from '../../src/testing/index.js';
 import { Environment } from './environment.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
-import { basicRow, ENV_COOKIE, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
-
-/** A gate per service call: the call waits until the test opens it. */
-function gates() {
-  const opens = new Map<number, () => void>();
-  const waits = new Map<number, Promise<void>>();
-  const gateOf = (index: number): Promise<void> => {
-    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
-    return waits.get(index)!;
-  };
-  return {
-    wait: (call: ServiceCall) => gateOf(call.index),
-    open: (index: number) => {
-      void gateOf(index);
-      opens.get(index)!();
-    },
-  };
-}
+import { basicRow, ENV_COOKIE, gates, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
 
 /** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
 async function until(predicate: () => boolean, what: string): Promise<void> {
@@ -105,8 +88,29 @@ describe('I. Gym-side failures', () => {
       const result = await h.run(basicRow('q', { dataset_extra: 7 }));
       assert.equal(result.reward, 0.5);
       assert.equal(result.grading_notes, 'half right');
-      assert.equal(result.dataset_extra, 7);
       assert.equal(result._ng_failure_class, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('C4: a success row is exactly what /verify returned; dataset fields it leaves out stay out', async () => {
+    let verifyResponse: Record<string, unknown> | undefined;
+    const app = new App()
+      .post('/seed_session', () => ({ body: {} }))
+      .post('/verify', (req) => {
+        const body = req.json() as Record<string, any>;
+        // Like a NeMo Gym environment whose verify model declares only some fields: no answer key, no bulky input.
+        verifyResponse = { responses_create_params: body.responses_create_params, response: body.response, reward: 1, category: 'kept' };
+        return { body: verifyResponse };
+      });
+    const env = await listenEnv(app, 'omitting_env');
+    const h = await startHarness({ service: [finalAnswer('ok')], env });
+    try {
+      const result = await h.run(basicRow('q', { ground_truth: 'secret answer', circles: [[1, 2, 3]], category: 'from-row' }));
+      assert.deepEqual(result, verifyResponse);
+      assert.equal('ground_truth' in result, false);
+      assert.equal('verifier_metadata' in result, false);
     } finally {
       await h.close();
     }
@@ -193,6 +197,8 @@ describe('I. Gym-side failures', () => {
       assert.equal(result._ng_partial_response.output[1].output, '{"success":true}');
       assert.equal(typeof result._ng_rollout_duration_secs, 'number');
       assert.equal(typeof result._ng_queue_wait_secs, 'number');
+      // Step latencies are evidence too: a failure row carries them without being asked (x-gym-step-latency).
+      assert.equal(result._ng_step_latency_secs.length, 1);
       assert.equal(result._ng_no_persist, undefined);
     } finally {
       await h.close();

@@ -1,7 +1,10 @@
-import { TextDecoder } from 'node:util';
+import { isUtf8 } from 'node:buffer';
+import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { validateResponse, type ResponseObject } from '../../src/contract.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
+import type { Dispatcher } from 'undici';
 import {
+  createDispatcher,
   delay,
   HttpTransportError,
   isConnectError,
@@ -12,6 +15,8 @@ import {
 import type { CookieJar } from '../../src/http/cookies.js';
 import type { RunBudget } from './budget.js';
 import { pyFloat } from './config.js';
+import { redactSecrets, type ServiceAuth } from './service-auth.js';
+import type { RolloutProgress } from './status.js';
 
 /**
  * The service hop: one `POST {agent_base_url}/v1/responses` per loop step, turned into a validated Responses
@@ -21,6 +26,10 @@ import { pyFloat } from './config.js';
  * redirects followed, no proxy) inside `withRetries()` for connection-class failures only — a timed-out call is
  * never re-sent, since the service may still be working on it. Overload answers (429/503 with `Retry-After`) get
  * their own small retry budget inside the rollout's deadline (D15).
+ *
+ * A configured credential (`auth`) goes on every call as a header — never a cookie, never to a redirect target
+ * (redirects are not followed) — and every error text and debug line is scrubbed of the secret values, since a
+ * service may echo what it received.
  */
 
 export interface ServiceClientOptions {
@@ -32,36 +41,52 @@ export interface ServiceClientOptions {
   connectRetryDelayMs?: number;
   /** When set, full error bodies and validation messages are written here (the row keeps the excerpt). */
   debug?: (line: string) => void;
+  /** Credential headers and a private CA (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
+  auth?: ServiceAuth;
 }
 
 const OVERLOAD_STATUSES = new Set([429, 503]);
 const MAX_OVERLOAD_RETRIES = 3;
 const MAX_RETRY_AFTER_MS = 30_000;
 const EXCERPT_BYTES = 500;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class ServiceClient {
   readonly url: string;
   private readonly attempts: number;
   private readonly retryDelayMs: number;
+  private readonly headers: Record<string, string> | undefined;
+  private readonly secrets: readonly string[];
+  /** A pool of its own only when a private CA is trusted; otherwise the process-wide one. */
+  private readonly pool: Dispatcher | undefined;
 
   constructor(private readonly options: ServiceClientOptions) {
     this.url = `${options.baseUrl}/v1/responses`;
     this.attempts = options.connectAttempts ?? 3;
     this.retryDelayMs = options.connectRetryDelayMs ?? 500;
+    const auth = options.auth;
+    this.headers = auth && Object.keys(auth.headers).length > 0 ? auth.headers : undefined;
+    this.secrets = auth?.secrets ?? [];
+    this.pool = auth?.ca ? createDispatcher({ ca: auth.ca.pem }) : undefined;
+  }
+
+  /** Error text as it may be shown: secret values replaced by `****`. */
+  private safe(text: string): string {
+    return this.secrets.length > 0 ? redactSecrets(text, this.secrets) : text;
   }
 
   /**
    * One loop step: `body` is the encoded create-params (see StepBody). `jar` is this rollout's service cookie jar
    * (sent, and updated from the reply).
    */
-  async respond(body: Buffer, jar: CookieJar, budget: RunBudget): Promise<ResponseObject> {
+  async respond(body: Buffer, jar: CookieJar, budget: RunBudget, progress?: RolloutProgress): Promise<ResponseObject> {
     for (let overloadRetries = 0; ; overloadRetries++) {
       const res = await this.post(body, jar, budget);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
         const waitMs = retryAfterMs(res.headers['retry-after']);
         if (waitMs !== undefined && waitMs < budget.remainingMs()) {
+          progress?.enter('retrying_overload');
           await delay(waitMs, budget.signal);
+          progress?.enter('calling_service');
           continue;
         }
       }
@@ -82,12 +107,18 @@ export class ServiceClient {
             timeoutMs: this.options.timeoutSecs * 1000,
             maxBodyBytes: this.options.maxResponseBytes,
             signal: budget.signal,
+            ...(this.headers ? { headers: this.headers } : {}),
+            ...(this.pool ? { dispatcher: this.pool } : {}),
           });
         },
         { attempts: this.attempts, delayMs: this.retryDelayMs, retryOn: isConnectError, signal: budget.signal },
       );
     } catch (err) {
-      throw this.transportFailure(err, tries);
+      const failure = this.transportFailure(err, tries);
+      if (failure instanceof RetryableRolloutError && this.secrets.length > 0) {
+        throw new RetryableRolloutError(failure.code, this.safe(failure.message));
+      }
+      throw failure;
     }
   }
 
@@ -114,12 +145,18 @@ export class ServiceClient {
         return retryable('REMOTE_TOO_LARGE', err.message);
       case 'body_read':
         return retryable('REMOTE_BODY_READ', err.message);
-      case 'tls':
+      case 'tls': {
+        const ca = this.options.auth?.ca;
+        const trust = ca
+          ? `agent_ca_file (${ca.file}) is trusted for it: check that this CA signed the certificate and that the ` +
+            'certificate names the host of agent_base_url'
+          : 'if a private CA signed it, set agent_ca_file to that CA\'s PEM file';
         return retryable(
           'REMOTE_TLS',
           `TLS with the remote service failed (${err.message.trim()}); not retried, a certificate problem does not fix ` +
-            `itself. Check the certificate served at ${this.options.baseUrl}.`,
+            `itself. Check the certificate served at ${this.options.baseUrl}; ${trust}.`,
         );
+      }
       case 'aborted':
         return err; // the rollout's own deadline or caller: the budget reports why
       case 'other':
@@ -129,14 +166,17 @@ export class ServiceClient {
 
   private parse(res: HttpResponse): ResponseObject {
     if (res.status >= 300) throw this.statusFailure(res);
-    let text: string;
+    // Checked in place, then decoded once: a fatal TextDecoder held a second copy of large bodies at the peak.
+    if (!isUtf8(res.body)) throw new RetryableRolloutError('REMOTE_NOT_JSON', 'response is not valid JSON: the body is not valid UTF-8');
     let value: unknown;
     try {
-      text = strictUtf8.decode(res.body);
-      value = JSON.parse(text);
+      value = parseBoundedJson(res.body.toString('utf8'));
     } catch (err) {
-      const reason = err instanceof TypeError ? 'the body is not valid UTF-8' : (err as Error).message;
-      throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${reason}`);
+      // Valid JSON too deep to hold is an invalid Responses object, classed as any other (D19).
+      if (err instanceof JsonTooDeep) {
+        throw new TerminalRolloutError('REMOTE_INVALID_RESPONSE', `remote service returned an invalid Responses API object: ${err.message}`);
+      }
+      throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${this.safe((err as Error).message)}`);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new RetryableRolloutError(
@@ -146,24 +186,41 @@ export class ServiceClient {
     }
     const checked = validateResponse(value);
     if (!checked.ok) {
-      this.options.debug?.(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`);
+      this.options.debug?.(this.safe(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`));
       throw new TerminalRolloutError(
         'REMOTE_INVALID_RESPONSE',
-        `remote service returned an invalid Responses API object: ${checked.message.slice(0, EXCERPT_BYTES)}`,
+        `remote service returned an invalid Responses API object: ${this.safe(checked.message.slice(0, EXCERPT_BYTES))}`,
       );
     }
     return checked.value;
   }
 
   private statusFailure(res: HttpResponse): RetryableRolloutError {
-    this.options.debug?.(`[remote_agent] HTTP ${res.status} from ${this.url}, full body: ${res.text()}`);
-    const excerpt = res.body.subarray(0, EXCERPT_BYTES).toString('utf8');
+    this.options.debug?.(this.safe(`[remote_agent] HTTP ${res.status} from ${this.url}, full body: ${res.text()}`));
+    const excerpt = this.safe(res.body.subarray(0, EXCERPT_BYTES).toString('utf8'));
     if (res.status < 400) {
       const location = res.headers.location;
-      const hint = location ? ` (redirect to ${location}; fix agent_base_url to point at the final address)` : '';
+      const hint = location ? ` (redirect to ${this.safe(String(location))}; fix agent_base_url to point at the final address)` : '';
       return new RetryableRolloutError('REMOTE_REDIRECT', `HTTP ${res.status}${hint}: ${excerpt}`);
     }
+    if (res.status === 401 || res.status === 403) {
+      return new RetryableRolloutError('REMOTE_HTTP_STATUS', `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt}`);
+    }
     return new RetryableRolloutError('REMOTE_HTTP_STATUS', `HTTP ${res.status}: ${excerpt}`);
+  }
+
+  /** What a 401/403 means given the credential configured (named by key and variable, never by value). */
+  private credentialHint(status: number): string {
+    const auth = this.options.auth;
+    const sent = Object.keys(auth?.headers ?? {});
+    if (sent.length === 0) {
+      return ' (the service wants a credential and none was sent: set agent_api_key_env to the name of an environment ' +
+        'variable holding its bearer token, or agent_headers for another scheme)';
+    }
+    const source = auth?.apiKeyEnv !== undefined ? `agent_api_key_env (${auth.apiKeyEnv})` : 'agent_headers';
+    return status === 401
+      ? ` (the service refused the credential sent from ${source}: check the token's value and that it has not expired)`
+      : ` (the service accepted no access with the credential sent from ${source}: check its permissions)`;
   }
 }
 

@@ -14,7 +14,7 @@ import {
   type VerifyRequest,
   type VerifyResult,
 } from '../../src/server/resources-server.js';
-import { startScriptedService, type ScriptedService, type ServiceScript } from '../../src/testing/index.js';
+import { startScriptedService, type ScriptedService, type ServiceCall, type ServiceScript } from '../../src/testing/index.js';
 import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from './app.js';
 import { parseRemoteAgentConfig } from './config.js';
 
@@ -108,9 +108,9 @@ export async function startRecordingEnv(options: RecordingEnvOptions = {}): Prom
   return listenEnv(app, ENV_NAME, requests);
 }
 
-/** Serve any `App` as the environment (for envs the recording server cannot express). */
-export async function listenEnv(app: App, name: string, requests: EnvRequest[] = []): Promise<RecordingEnv> {
-  const listening: Listening = await app.listen(0);
+/** Serve any `App` as the environment (for envs the recording server cannot express), on `port` if given. */
+export async function listenEnv(app: App, name: string, requests: EnvRequest[] = [], port = 0): Promise<RecordingEnv> {
+  const listening: Listening = await app.listen(port);
   return {
     name,
     url: listening.url,
@@ -213,4 +213,21 @@ export function failWith(status: number, detail: string): never {
 /** The `type`s of a list of items, for compact trajectory assertions. */
 export function typesOf(items: readonly any[]): string[] {
   return items.map((item) => item.type ?? 'message');
+}
+
+/** A gate per service call: the call waits until the test opens it. */
+export function gates() {
+  const opens = new Map<number, () => void>();
+  const waits = new Map<number, Promise<void>>();
+  const gateOf = (index: number): Promise<void> => {
+    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
+    return waits.get(index)!;
+  };
+  return {
+    wait: (call: ServiceCall) => gateOf(call.index),
+    open: (index: number) => {
+      void gateOf(index);
+      opens.get(index)!();
+    },
+  };
 }

@@ -12,7 +12,8 @@ import {
   type ServiceCall,
   type ServiceHandler,
 } from '../testing/index.js';
-import { runAgentCheck, type AgentCheckOptions, type AgentCheckReport, type CheckStatus } from './agent-check.js';
+import { runAgentCheck, type AgentCheckOptions, type AgentCheckReport } from './agent-check.js';
+import { assertCheck } from './report-assertions.js';
 
 /**
  * `gym agent check` against scripted services: a correct one (the counter planner's answers), then one deliberate
@@ -43,18 +44,6 @@ async function check(handler: ServiceHandler, options: AgentCheckOptions = {}): 
   } finally {
     await service.close();
   }
-}
-
-function statusOf(report: AgentCheckReport, name: string): { status: CheckStatus; detail: string } {
-  const found = report.checks.find((c) => c.name === name);
-  assert.ok(found, `no check named ${name}`);
-  return found;
-}
-
-function assertCheck(report: AgentCheckReport, name: string, status: CheckStatus, detail?: RegExp): void {
-  const found = statusOf(report, name);
-  assert.equal(found.status, status, `${name}: ${found.detail}`);
-  if (detail) assert.match(found.detail, detail);
 }
 
 function failing(report: AgentCheckReport): string[] {

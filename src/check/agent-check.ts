@@ -1,14 +1,18 @@
 import { performance } from 'node:perf_hooks';
 import { normalizeInput } from '../contract.js';
 import { CookieJar } from '../http/cookies.js';
-import { HttpTransportError, request } from '../http/client.js';
+import type { Dispatcher } from 'undici';
+import { redactSecrets, type ServiceAuth } from '../../responses_api_agents/remote_agent/service-auth.js';
+import { createDispatcher, HttpTransportError, request, type RequestOptions } from '../http/client.js';
 import { CounterSimulation, GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from './counter-sim.js';
 import { inspectResponse, type Finding, type Level, type Reading } from './inspect.js';
+import { argumentsProblem, type RowProbe } from './row-probes.js';
 
 /**
  * `gym agent check`: drive a user's service through short conversations modelled on the counter tasks, running
  * the tools it asks for on a local counter simulation exactly as the remote agent would, and judge every answer
  * against the contract. The result is one verdict per named check, so a user learns what to fix before a big run.
+ * With `rows` (an environment's dataset rows, `--rows FILE`), those rows are the probes instead (`row-probes.ts`).
  */
 
 export interface AgentCheckOptions {
@@ -18,6 +22,10 @@ export interface AgentCheckOptions {
   maxSteps?: number;
   /** A call slower than this is a warning. Default 30 s. */
   slowCallMs?: number;
+  /** The credential headers and CA the remote agent would use (`--api-key-env`, `--ca-file`). */
+  auth?: ServiceAuth;
+  /** Probe with these dataset rows instead of the counter conversations (adds the `row-probes` check). */
+  rows?: RowProbe[];
 }
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -57,6 +65,15 @@ export const CHECKS: readonly { name: string; fix: string }[] = [
   { name: 'cookies', fix: 'Keep per-rollout state only behind a cookie you set, and accept it back; a call without your cookie is a new rollout.' },
   { name: 'latency', fix: 'Keep each call well under remote_responses_timeout_secs (default 1800 s); slow calls hold a concurrency slot.' },
 ];
+
+/** The check `--rows` adds: every row's first answer is usable by its environment. */
+export const ROW_PROBES_CHECK = {
+  name: 'row-probes',
+  fix: "Answer each row's first call with an ask for tools the row declares, with arguments matching each tool's `parameters`, or with an assistant message.",
+} as const;
+
+/** The conversation checks that need the rows' environment to run tools, so `--rows` cannot judge them. */
+const CONVERSATION_ONLY = ['conversation', 'tool-subset'];
 
 interface Probe {
   /** The check that judges this conversation. */
@@ -117,6 +134,8 @@ export async function runAgentCheck(baseUrl: string, options: AgentCheckOptions 
     timeoutMs: options.timeoutMs ?? 60_000,
     maxSteps: options.maxSteps ?? 8,
     slowCallMs: options.slowCallMs ?? 30_000,
+    auth: options.auth ?? { headers: {}, secrets: [] },
+    ...(options.rows ? { rows: options.rows } : {}),
   });
   return run.execute();
 }
@@ -130,26 +149,111 @@ class CheckRun {
   private responses = 0;
   private asks = 0;
   private answered = 0;
+  /** What every call carries besides its body: the credential headers and, for a private CA, its own pool. */
+  private readonly transport: Pick<RequestOptions, 'headers' | 'dispatcher'>;
+
+  private readonly checks: readonly { name: string; fix: string }[];
 
   constructor(
     private readonly baseUrl: string,
-    private readonly options: Required<AgentCheckOptions>,
+    private readonly options: Required<Omit<AgentCheckOptions, 'rows'>> & Pick<AgentCheckOptions, 'rows'>,
   ) {
     this.endpoint = `${baseUrl}/v1/responses`;
+    this.checks = options.rows ? [...CHECKS, ROW_PROBES_CHECK] : CHECKS;
+    const { auth } = options;
+    const pool: Dispatcher | undefined = auth.ca ? createDispatcher({ ca: auth.ca.pem }) : undefined;
+    this.transport = { headers: auth.headers, ...(pool ? { dispatcher: pool } : {}) };
   }
 
   async execute(): Promise<AgentCheckReport> {
+    if (this.options.rows) return this.executeRows(this.options.rows);
     const outcomes: ProbeOutcome[] = [];
     for (const probe of PROBES) {
       const outcome = await this.drive(probe);
       outcomes.push(outcome);
       if (outcome.stoppedBy === 'unreachable') return this.report(this.unreachableResults());
     }
-    const fresh = await this.firstAnswerWithoutCookies(PROBES[0]!);
+    const probe = PROBES[0]!;
+    const fresh = await this.firstAnswerWithoutCookies({ input: probe.input, tools: probe.tools }, probe.tools.map((tool) => String(tool.name)));
     for (const outcome of outcomes) this.judgeConversation(outcome);
     this.judgeCookies(outcomes[0]!, fresh);
     this.judgeLatency();
     return this.report(this.results());
+  }
+
+  /** Each row's first call, judged; then a string-input variant and a cookie-less repeat of the first row. */
+  private async executeRows(rows: RowProbe[]): Promise<AgentCheckReport> {
+    const ends: string[] = [];
+    const problems: string[] = [];
+    let first: { reading: Reading; cookiesSet: string[]; probe: RowProbe } | undefined;
+    for (const probe of rows) {
+      const reply = await this.call(probe.params, new CookieJar(), probe.label);
+      if (!reply.ok) {
+        if (reply.unreachable) return this.report(this.unreachableResults());
+        problems.push(`${probe.label}: no usable answer (see ${reply.check})`);
+        continue;
+      }
+      const reading = this.judgeAnswer(reply.body, probe, probe.label);
+      first ??= { reading, cookiesSet: reply.setCookies, probe };
+      if (!reading.valid) problems.push(`${probe.label}: invalid Responses object (see responses-object)`);
+      else if (reading.asks.length > 0) ends.push('asked');
+      else if (reading.hasAssistantMessage || reading.incomplete) ends.push('answered');
+      else problems.push(`${probe.label}: neither asked for a tool nor answered (see next-step)`);
+      for (const ask of reading.asks) {
+        const problem = probe.declared.includes(ask.name) ? argumentsProblem(probe, ask.name, ask.arguments) : undefined;
+        if (problem) {
+          this.add('arguments', 'fail', `${probe.label}: ${ask.name} arguments do not match its parameters: ${problem}`);
+          problems.push(`${probe.label}: ${ask.name} arguments do not match its parameters`);
+        }
+      }
+    }
+    await this.probeStringInput(rows);
+    for (const name of CONVERSATION_ONLY) {
+      this.skipped.set(name, "not run with --rows (the rows' tools live in their environment; gym eval run plays whole rollouts)");
+    }
+    if (first) {
+      const fresh = await this.firstAnswerWithoutCookies(first.probe.params, first.probe.declared);
+      this.judgeCookies({ firstReading: first.reading, cookiesSet: first.cookiesSet }, fresh);
+      // Each row is one call, so no cookie was ever sent back: say only what was seen.
+      if (this.passNotes.has('cookies')) {
+        const names = [...new Set(first.cookiesSet.map((line) => cookiePair(line).split('=')[0]))];
+        this.passNotes.set('cookies', `${names.length ? `sets ${names.join(', ')}; ` : 'sets no cookies; '}the first row again without cookies got the same first answer`);
+      }
+    } else {
+      this.skipped.set('cookies', 'no successful answer to judge');
+    }
+    this.judgeLatency();
+    const asked = ends.filter((end) => end === 'asked').length;
+    if (problems.length > 0) {
+      const more = problems.length > 1 ? ` (+${problems.length - 1} more)` : '';
+      this.add(ROW_PROBES_CHECK.name, 'fail', `${problems.length} of ${rows.length} rows: ${problems[0]}${more}`);
+    } else {
+      this.passNotes.set(ROW_PROBES_CHECK.name, `${rows.length} rows: ${asked} asked for declared tools with matching arguments, ${rows.length - asked} answered`);
+    }
+    return this.report(this.results());
+  }
+
+  /** Inspect one answer against the row's declared tools, reporting every finding under `where`. */
+  private judgeAnswer(body: Record<string, unknown>, probe: { declared: string[] }, where: string): Reading {
+    const reading = inspectResponse(body, probe.declared);
+    this.responses += 1;
+    this.asks += reading.asks.length;
+    for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`);
+    return reading;
+  }
+
+  /** The first row whose prompt is one user message, sent with that text as a plain-string `input`. */
+  private async probeStringInput(rows: RowProbe[]): Promise<void> {
+    const candidate = rows.find((probe) => singleUserText(probe.params.input) !== undefined);
+    if (!candidate) {
+      this.skipped.set('string-input', 'no row whose input is a single user message to send as a string');
+      return;
+    }
+    const where = `${candidate.label} as a string input`;
+    const reply = await this.call({ ...candidate.params, input: singleUserText(candidate.params.input) }, new CookieJar(), where, 'string-input');
+    if (!reply.ok) return;
+    const reading = this.judgeAnswer(reply.body, candidate, where);
+    if (reading.valid) this.passNotes.set('string-input', `${candidate.label} with its prompt as a plain string got a valid answer`);
   }
 
   /** One conversation, the way the remote agent drives a rollout: call, run the asks, append, call again. */
@@ -173,10 +277,7 @@ class CheckRun {
         return { ...outcome, end: 'stopped', stoppedBy: reply.unreachable ? 'unreachable' : reply.check };
       }
       outcome.cookiesSet.push(...reply.setCookies);
-      const reading = inspectResponse(reply.body, declared);
-      this.responses += 1;
-      this.asks += reading.asks.length;
-      for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`);
+      const reading = this.judgeAnswer(reply.body, { declared }, where);
       if (step === 1) outcome.firstReading = reading;
       if (!reading.valid) {
         const blocking = reading.findings.find((f) => f.level === 'fail')?.check ?? 'responses-object';
@@ -199,21 +300,25 @@ class CheckRun {
   }
 
   /** A second conversation's first call, without cookies: a service must treat it as a new rollout. */
-  private async firstAnswerWithoutCookies(probe: Probe): Promise<{ reading?: Reading; setCookies: string[] }> {
+  private async firstAnswerWithoutCookies(body: Record<string, unknown>, declared: string[]): Promise<{ reading?: Reading; setCookies: string[] }> {
     const where = 'second conversation (no cookies) call 1';
-    const reply = await this.call({ input: probe.input, tools: probe.tools }, new CookieJar(), where);
+    const reply = await this.call(body, new CookieJar(), where);
     if (!reply.ok) return { setCookies: [] };
-    this.responses += 1;
-    const reading = inspectResponse(reply.body, probe.tools.map((tool) => String(tool.name)));
-    for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`);
-    return { reading, setCookies: reply.setCookies };
+    return { reading: this.judgeAnswer(reply.body, { declared }, where), setCookies: reply.setCookies };
   }
 
   private async call(body: unknown, jar: CookieJar, where: string, demoteTo?: string): Promise<CallOutcome> {
     const started = performance.now();
     let res;
     try {
-      res = await request(this.endpoint, { method: 'POST', json: body, jar, timeoutMs: this.options.timeoutMs, maxBodyBytes: 64 * 1024 * 1024 });
+      res = await request(this.endpoint, {
+        method: 'POST',
+        json: body,
+        jar,
+        timeoutMs: this.options.timeoutMs,
+        maxBodyBytes: 64 * 1024 * 1024,
+        ...this.transport,
+      });
     } catch (err) {
       const unreachable = this.answered === 0 && err instanceof HttpTransportError && err.kind === 'connect';
       this.add('reachable', 'fail', `${where}: ${this.transportText(err)}`);
@@ -231,7 +336,9 @@ class CheckRun {
       const location = res.headers.location;
       return fail('no-redirect', `HTTP ${res.status} redirect${location ? ` to ${String(location)}` : ' (no Location header)'}`);
     }
-    if (res.status < 200 || res.status >= 300) return fail('http-reply', `HTTP ${res.status}: ${excerpt(res.text())}`);
+    if (res.status < 200 || res.status >= 300) {
+      return fail('http-reply', `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt(res.text())}`);
+    }
     let parsed: unknown;
     try {
       parsed = res.json();
@@ -246,16 +353,28 @@ class CheckRun {
 
   private async succeedsWithoutCookies(body: unknown): Promise<boolean> {
     try {
-      const res = await request(this.endpoint, { method: 'POST', json: body, timeoutMs: this.options.timeoutMs });
+      const res = await request(this.endpoint, { method: 'POST', json: body, timeoutMs: this.options.timeoutMs, ...this.transport });
       return res.status >= 200 && res.status < 300;
     } catch {
       return false;
     }
   }
 
+  /** What a 401/403 says about the credential (named by flag and variable, never by value). */
+  private credentialHint(status: number): string {
+    if (status !== 401 && status !== 403) return '';
+    const { apiKeyEnv } = this.options.auth;
+    if (apiKeyEnv === undefined) return ' (the service wants a credential: pass --api-key-env NAME, as agent_api_key_env does)';
+    return ` (the service refused the credential from --api-key-env ${apiKeyEnv})`;
+  }
+
   private transportText(err: unknown): string {
     if (err instanceof HttpTransportError) {
       if (err.kind === 'timeout') return `no answer within ${this.options.timeoutMs / 1000}s (+timeout_secs)`;
+      if (err.kind === 'tls') {
+        const ca = this.options.auth.ca;
+        return `TLS failed (${err.message}); ${ca ? `the CA in --ca-file ${ca.file} did not verify it` : 'for a private CA pass --ca-file PATH (agent_ca_file)'}`;
+      }
       if (err.kind === 'connect') return `could not connect (${err.message}). Is your service running at ${this.baseUrl}?`;
       return err.message;
     }
@@ -297,7 +416,7 @@ class CheckRun {
     }
   }
 
-  private judgeCookies(main: ProbeOutcome, fresh: { reading?: Reading; setCookies: string[] }): void {
+  private judgeCookies(main: Pick<ProbeOutcome, 'firstReading' | 'cookiesSet' | 'cookieRejectedAt'>, fresh: { reading?: Reading; setCookies: string[] }): void {
     if (!main.firstReading && !main.cookieRejectedAt) {
       this.skipped.set('cookies', 'no successful conversation to judge');
       return;
@@ -341,7 +460,9 @@ class CheckRun {
   }
 
   private add(check: string, level: Level, detail: string, fix?: string): void {
-    this.findings.push({ check, level, detail, ...(fix ? { fix } : {}) });
+    // A service may echo what it received: no secret value reaches the report.
+    const safe = redactSecrets(detail, this.options.auth.secrets);
+    this.findings.push({ check, level, detail: safe, ...(fix ? { fix } : {}) });
   }
 
   private defaultPassNote(name: string): string {
@@ -374,7 +495,7 @@ class CheckRun {
 
   private results(): CheckResult[] {
     const inspectedOnly = new Set(['responses-object', 'next-step', 'declared-tools', 'arguments', 'unique-call-ids', 'pairing', 'usage']);
-    return CHECKS.map(({ name, fix }) => {
+    return this.checks.map(({ name, fix }) => {
       const mine = this.findings.filter((finding) => finding.check === name);
       const fails = mine.filter((finding) => finding.level === 'fail');
       const warns = mine.filter((finding) => finding.level === 'warn');
@@ -393,7 +514,7 @@ class CheckRun {
   }
 
   private unreachableResults(): CheckResult[] {
-    return CHECKS.map(({ name, fix }) => {
+    return this.checks.map(({ name, fix }) => {
       const finding = this.findings.find((f) => f.check === name);
       if (finding) return { name, status: 'fail', detail: finding.detail, fix };
       return { name, status: 'skip', detail: 'not run: the service is unreachable' };
@@ -413,6 +534,20 @@ class CheckRun {
       latency: { calls: this.latencies.length, p50_ms: round(p50), max_ms: round(max) },
     };
   }
+}
+
+/** The text of an input that is exactly one user message (string content or one text part), else undefined. */
+function singleUserText(input: unknown): string | undefined {
+  if (typeof input === 'string') return input;
+  if (!Array.isArray(input) || input.length !== 1) return undefined;
+  const item = input[0] as Record<string, unknown> | null;
+  if (item === null || typeof item !== 'object' || item.role !== 'user') return undefined;
+  if (typeof item.content === 'string') return item.content;
+  if (Array.isArray(item.content) && item.content.length === 1) {
+    const part = item.content[0] as Record<string, unknown> | null;
+    if (part && part.type === 'input_text' && typeof part.text === 'string') return part.text;
+  }
+  return undefined;
 }
 
 /** What a first answer decided, comparable across conversations: the asks with their arguments, or "final". */

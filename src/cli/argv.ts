@@ -63,6 +63,10 @@ const FLAGS = {
   inputs: { long: '--inputs', value: 'string', metavar: 'JSONL', key: 'materialized_inputs_jsonl_fpath', help: 'The run\'s <stem>_materialized_inputs.jsonl (+materialized_inputs_jsonl_fpath).' },
   rollouts: { long: '--rollouts', value: 'string', metavar: 'JSONL', key: 'rollouts_jsonl_fpath', help: 'The run\'s rollouts file (+rollouts_jsonl_fpath).' },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
+  caFile: { long: '--ca-file', value: 'string', metavar: 'PATH', key: 'ca_file', help: 'Trust this PEM CA for an https:// service with a private CA, as agent_ca_file does (+ca_file).' },
+  apiKeyEnv: { long: '--api-key-env', value: 'string', metavar: 'NAME', key: 'api_key_env', help: 'Send the value of environment variable NAME as Authorization: Bearer, as agent_api_key_env does (+api_key_env).' },
+  rows: { long: '--rows', value: 'string', metavar: 'JSONL', key: 'rows', help: "Probe with an environment's dataset rows (each row's responses_create_params and tools) instead of the counter conversations (+rows)." },
+  quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
   queue: { long: '--queue', value: 'string', metavar: 'REDIS_URL', key: 'queue_url', help: 'Distribute the rollouts to gym worker processes through Redis, e.g. redis://HOST:6379/0 (+queue_url).' },
@@ -128,20 +132,24 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   quickstart: {
     summary: 'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
-    flags: [FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
-    examples: ['gym quickstart', 'gym quickstart --brain NAME'],
+    flags: [FLAGS.quickstartEnv, FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
+    examples: ['gym quickstart', 'gym quickstart --env counter', 'gym quickstart --brain NAME'],
   },
   'agent check': {
     summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
-    flags: [FLAGS.json],
+    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows],
     positionals: ['url'],
-    examples: ['gym agent check http://localhost:9000'],
+    examples: [
+      'gym agent check http://localhost:9000',
+      'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN',
+      'gym agent check http://localhost:9000 --rows resources_servers/example_session_state_mgmt/data/example.jsonl',
+    ],
   },
   view: {
-    summary: 'Serve a local viewer of a rollouts file and its failures sidecar: a table of every rollout, and each trajectory step by step.',
+    summary: 'Serve a local viewer of a rollouts file and its failures sidecar (live while gym eval run writes it, with charts), or compare two runs task by task.',
     flags: [FLAGS.port, FLAGS.host],
-    positionals: ['rollouts'],
-    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080'],
+    positionals: ['rollouts', '[compare_with]'],
+    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080', 'gym view baseline/rollouts.jsonl candidate/rollouts.jsonl'],
   },
   worker: {
     summary: 'Take rollout jobs of gym eval run --queue from Redis and run each through this machine\'s environment (found through its head server); Ctrl-C drains.',
@@ -375,7 +383,8 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   }
   if (unknown.length > 0) throw unknownFlagsError(command, unknown);
   if (help) return { command, noServe: values.has(FLAGS.noServe), positionals, overrides: raw, help };
-  const missing = (spec.positionals ?? []).slice(positionals.length);
+  // A positional named `[name]` is optional.
+  const missing = (spec.positionals ?? []).slice(positionals.length).filter((name) => !name.startsWith('['));
   if (missing.length > 0) throw new UsageError(`gym ${command}: the following arguments are required: ${missing.join(', ')}. See gym ${command} --help.`);
 
   const searchDirs = values.get(FLAGS.searchDir) ?? [];
@@ -426,7 +435,7 @@ const OVERRIDES_NOTE =
 export function usage(command?: string): string {
   if (command !== undefined && Object.hasOwn(COMMANDS, command)) {
     const spec = COMMANDS[command]!;
-    const operands = (spec.positionals ?? []).map((name) => ` <${name}>`).join('');
+    const operands = (spec.positionals ?? []).map(operandText).join('');
     return [
       `usage: gym ${command}${operands} [flags] [+key=value ...]`,
       '',
@@ -448,7 +457,7 @@ export function usage(command?: string): string {
     `usage: gym ${groups ? `${command} <action>` : '<command>'} [flags] [+key=value ...]`,
     '',
     'Commands:',
-    ...listed.map((name) => `  ${`${name}${(COMMANDS[name]!.positionals ?? []).map((p) => ` <${p}>`).join('')}`.padEnd(20)} ${COMMANDS[name]!.summary}`),
+    ...listed.map((name) => `  ${`${name}${(COMMANDS[name]!.positionals ?? []).map(operandText).join('')}`.padEnd(20)} ${COMMANDS[name]!.summary}`),
     '',
     '  -v, --verbose        Debug logging (accepted before or after the command).',
     '      --version        Print version information.',
@@ -456,4 +465,8 @@ export function usage(command?: string): string {
     `Run gym <command> --help for a command's flags. ${OVERRIDES_NOTE}`,
     '',
   ].join('\n');
+}
+
+function operandText(name: string): string {
+  return name.startsWith('[') ? ` ${name}` : ` <${name}>`;
 }

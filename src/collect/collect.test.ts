@@ -243,27 +243,21 @@ describe('failure containment (D11, D12)', () => {
     assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x), [3]);
   });
 
-  test('a non-2xx /run, an unreachable agent and a /run timeout each become a retryable failure row', async () => {
-    const dead = await startFakeAgent('dead_agent', ok);
-    const deadPort = dead.port;
-    await dead.close();
-    const r = await rig(
-      {
-        my_agent: (input) => {
-          if (input.x === 1) return fakeReply.status(500, 'Internal Server Error: boom');
-          if (input.x === 2) return fakeReply.hang();
-          return fakeReply.success(input);
-        },
+  test('a non-2xx /run and a /run timeout each become a retryable failure row', async () => {
+    const r = await rig({
+      my_agent: (input) => {
+        if (input.x === 1) return fakeReply.status(500, 'Internal Server Error: boom');
+        if (input.x === 2) return fakeReply.hang();
+        return fakeReply.success(input);
       },
-      [{ name: 'dead_agent', port: deadPort }],
-    );
-    writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2), row(3, { agent_ref: { name: 'dead_agent' } })]);
+    });
+    writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', '++run_request_timeout_secs=0.4']);
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x), [0]);
     const failures = readJsonl(r.file('r_failures.jsonl'));
     const errorOf = (x: number): string => String(failures.find((f) => f.x === x)?.error);
-    assert.equal(failures.length, 3);
+    assert.equal(failures.length, 2);
     for (const f of failures) {
       assert.equal(f._ng_failure_class, 'collector_error');
       assert.equal(f._ng_failure_terminal, undefined);
@@ -271,8 +265,7 @@ describe('failure containment (D11, D12)', () => {
     }
     assert.match(errorOf(1), /answered HTTP 500: Internal Server Error: boom/);
     assert.match(errorOf(2), /timed out after 0\.4s \(run_request_timeout_secs\)/);
-    assert.match(errorOf(3), /could not reach agent 'dead_agent' at http:\/\/127\.0\.0\.1:\d+\/run after 3 tries/);
-    assert.match(res.stdout, /3 failed \(3 retryable, 0 terminal\)/);
+    assert.match(res.stdout, /2 failed \(2 retryable, 0 terminal\)/);
   });
 });
 

@@ -28,8 +28,11 @@ import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome }
 import { artifactPaths, type ArtifactPaths } from './paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
 import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
+import { AgentReachability, isUndelivered } from './reachability.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
 import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
+import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
+import { STEP_LATENCY_KEY } from './step-latency.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
@@ -50,6 +53,10 @@ export interface CollectOptions {
   progressDetail?: () => string;
   /** How one job runs; `POST <agent>/run` by default. */
   execute?: RolloutExecutor;
+  /** Where in-flight stages come from for `<stem>_status.json`; each agent's `GET /status` by default. */
+  stageSource?: StageSource;
+  /** How to resume this run, shown when it stops early (default: the generic advice to rerun with --resume). */
+  resumeCommand?: string;
   /**
    * Stops the collection (Ctrl-C while the environment is being torn down): no new job is sent and no result
    * arriving afterwards is recorded, so dying servers do not leave spurious failure rows.
@@ -156,24 +163,50 @@ interface DispatchJob extends RolloutJob {
 
 interface DispatchStats {
   done: number;
+  /** Jobs whose agent was given up before they could be delivered: no row, still unattempted. */
+  undelivered: number;
   failures: number;
   completed: number;
   rewardSum: number;
 }
 
 /** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
-async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared: Prepared, ledger: OutcomeLedger): Promise<void> {
+async function dispatch(
+  options: CollectOptions,
+  paths: ArtifactPaths,
+  prepared: Prepared,
+  ledger: OutcomeLedger,
+  reachability: AgentReachability,
+): Promise<DispatchStats> {
   const { config, io } = options;
   const rolloutsFile = LineAppender.open(paths.rollouts);
   const failuresFile = LineAppender.open(paths.failures);
   const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream, detail: options.progressDetail });
-  const stats: DispatchStats = { done: 0, failures: 0, completed: 0, rewardSum: 0 };
+  const board = new RunStatusBoard({
+    file: paths.status,
+    total: prepared.toRun,
+    stallWarningSecs: config.stallWarningSecs,
+    source: options.stageSource ?? agentStatusSource(options.agents),
+    onStalled: (labels) => progress.setStalled(labels),
+    warn: io.warn,
+  });
+  board.start();
+  // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
+  options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
+  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0 };
 
   const onResult = (job: DispatchJob, result: Row): void => {
     if (options.signal?.aborted) return;
+    if (isUndelivered(result)) {
+      stats.undelivered++;
+      return;
+    }
     stamp(result, job.identity);
     const from = job.previous;
     const route = routeOf(result);
+    board.settle(job, result, route);
+    // The board has the step latencies now; a success row is the verify response plus stamps (C4), so they go.
+    if (route === 'rollouts') delete result[STEP_LATENCY_KEY];
     if (route === 'rollouts') {
       rolloutsFile.append(JSON.stringify(result));
       const reward = rewardOf(result);
@@ -190,11 +223,12 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
   };
   const queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({
     concurrency: config.concurrency,
-    execute: options.execute ?? httpAgentExecutor(options.agents, config.runTimeoutMs),
+    execute: options.execute ?? httpAgentExecutor(options.agents, config.runTimeoutMs, reachability),
     onResult,
   });
 
   const tasksSeen = new TaskCounters();
+  let drained = false;
   try {
     if (prepared.toRun > 0) io.out(`Querying with ${config.concurrency} concurrent requests`);
     for await (const line of readRawLines(paths.materializedInputs)) {
@@ -209,22 +243,29 @@ async function dispatch(options: CollectOptions, paths: ArtifactPaths, prepared:
       if (tasksSeen.next(task) === 0) ledger.addTask(agent);
       const status = prepared.cache ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts) : { outcome: 'missing' as const, run: true, attempts: 0 };
       ledger.expect(agent, status.outcome);
-      if (!status.run) continue;
+      // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
+      if (!status.run || reachability.abandoned().size > 0) continue;
 
       const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
       const body = status.attempts > 0 ? JSON.stringify(sent) : text;
       const job: DispatchJob = { task, rollout, agent, attempt: status.attempts, body, identity: identityOf(sent), previous: status.outcome };
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
-      else await queue.submit(job);
+      else {
+        board.track(job);
+        await queue.submit(job);
+      }
     }
     await queue.drain();
+    drained = true;
   } finally {
     rolloutsFile.close();
     failuresFile.close();
+    board.finish(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
     progress.finish();
   }
   if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);
+  return stats;
 }
 
 /** §4.9: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */
@@ -249,6 +290,21 @@ async function aggregate(options: CollectOptions, paths: ArtifactPaths, ledger: 
 export class CollectionInterrupted extends GymError {
   constructor() {
     super('GYM_COLLECTION_INTERRUPTED', 'config', 'Collection interrupted; the finished rollouts are on disk. Rerun with --resume to finish.');
+  }
+}
+
+/** An agent stayed unreachable past `agent_unreachable_wait_secs`; what finished is on disk, the rest is unattempted. */
+export class AgentUnreachable extends GymError {
+  constructor(reasons: string[], ledger: OutcomeLedger, paths: ArtifactPaths, resumeCommand: string | undefined) {
+    const total = ledger.total();
+    super(
+      'GYM_AGENT_UNREACHABLE',
+      'config',
+      `The collection stopped dispatching because ${reasons.join('; ')}. ${total.completed} rollout(s) completed, ` +
+        `${total.failedRetryable + total.failedTerminal} failed, ${total.missing} not run (never delivered, so they spend no attempt) ` +
+        `of ${total.expected}; everything finished is in ${paths.rollouts} and ${paths.failures}. Bring the agent back ` +
+        `(gym env status shows it) and resume with: ${resumeCommand ?? 'the same command plus --resume (+resume_from_cache=true)'}`,
+    );
   }
 }
 
@@ -277,8 +333,18 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
       : await prepareFresh(inputPath, config, paths, io, scan, resumeBlocker);
 
   const ledger = new OutcomeLedger();
-  await dispatch(options, paths, prepared, ledger);
+  const reachability = new AgentReachability({
+    waitMs: config.agentUnreachableWaitMs,
+    urlOf: (agent) => options.agents.urlOf(agent),
+    warn: io.warn,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  await dispatch(options, paths, prepared, ledger, reachability);
   if (options.signal?.aborted) throw new CollectionInterrupted();
+  if (reachability.abandoned().size > 0) {
+    for (const line of describeLedger(ledger)) io.out(line);
+    throw new AgentUnreachable([...reachability.abandoned().values()], ledger, paths, options.resumeCommand);
+  }
   const aggregation = await aggregate(options, paths, ledger);
 
   for (const line of describeLedger(ledger)) io.out(line);

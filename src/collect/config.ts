@@ -27,6 +27,10 @@ export interface CollectionConfig {
   disableAggregation: boolean;
   /** Deadline for one `/run` exchange with an agent. */
   runTimeoutMs: number;
+  /** An in-flight rollout without progress for longer is flagged `stalled` (status file, progress line). */
+  stallWarningSecs: number;
+  /** How long dispatch waits for an agent whose connections are refused before giving up (D20). */
+  agentUnreachableWaitMs: number;
   head: HeadServerAddress;
 }
 
@@ -34,6 +38,9 @@ export const DEFAULT_CONCURRENCY = 64;
 /** Longer than the remote agent's own `run_timeout_secs` (2100 s), so the agent reports its timeouts itself. */
 export const DEFAULT_RUN_REQUEST_TIMEOUT_SECS = 3600;
 export const DEFAULT_MAX_ROLLOUT_ATTEMPTS = 3;
+export const DEFAULT_STALL_WARNING_SECS = 120;
+/** How long a collection waits for an agent that refuses connections (a crashed server being restarted). */
+export const DEFAULT_AGENT_UNREACHABLE_WAIT_SECS = 60;
 
 /** Reference keys tsgym does not implement: refusing beats silently ignoring them. */
 const UNSUPPORTED_KEYS = ['prompt_config', 'skills', 'rollout_collection_driver'] as const;
@@ -112,9 +119,20 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
   if (typeof timeout !== 'number' || !(timeout > 0)) {
     throw new ConfigError(`Config value 'run_request_timeout_secs' must be a number of seconds > 0, got ${JSON.stringify(timeout)}.`, 'GYM_CONFIG_VALUE');
   }
+  const stall = config.stall_warning_secs ?? DEFAULT_STALL_WARNING_SECS;
+  if (typeof stall !== 'number' || !(stall > 0)) {
+    throw new ConfigError(`Config value 'stall_warning_secs' must be a number of seconds > 0, got ${JSON.stringify(stall)}; e.g. +stall_warning_secs=300.`, 'GYM_CONFIG_VALUE');
+  }
   if (bool(config, 'resume_from_cache') && bool(config, 'overwrite')) {
     throw new ConfigError(
       'resume_from_cache=true (--resume) and overwrite=true contradict each other: resume keeps the earlier rollouts, overwrite discards them. Pass only one.',
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  const unreachableWait = config.agent_unreachable_wait_secs ?? DEFAULT_AGENT_UNREACHABLE_WAIT_SECS;
+  if (typeof unreachableWait !== 'number' || !(unreachableWait > 0) || !Number.isFinite(unreachableWait)) {
+    throw new ConfigError(
+      `Config value 'agent_unreachable_wait_secs' must be a number of seconds > 0, got ${JSON.stringify(unreachableWait)}.`,
       'GYM_CONFIG_VALUE',
     );
   }
@@ -133,6 +151,8 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
     overwrite: bool(config, 'overwrite'),
     disableAggregation: bool(config, 'disable_aggregation'),
     runTimeoutMs: timeout * 1000,
+    stallWarningSecs: stall,
+    agentUnreachableWaitMs: unreachableWait * 1000,
     head: headServerAddress(config),
   };
 }

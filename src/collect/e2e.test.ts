@@ -9,8 +9,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
-import { finalAnswer, functionCall, reply, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../testing/index.js';
+import { reply, startScriptedService, type ScriptedService } from '../testing/index.js';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir } from './cli-harness.js';
+import { addendsOf, counterEvalArgs, solveCounterTask } from './live-run-harness.js';
 
 const services: ScriptedService[] = [];
 after(async () => {
@@ -28,39 +29,11 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
-function addendsOf(call: ServiceCall): number[] {
-  return [...String(call.body.input[0].content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
-}
-
 test('the counter environment and the remote agent, started by gym eval run, end to end', async () => {
-  const service = await startScriptedService((call) => {
-    const addends = addendsOf(call);
-    if (addends[0] === 13) return reply.status(500, 'service exploded');
-    const outputs = toolOutputsIn(call.body.input).map((o) => JSON.parse(o.output) as { count?: number });
-    const turn = outputs.length;
-    if (turn < addends.length) return toolAsk(functionCall('increment_counter', { count: addends[turn] }, `c_${turn}`));
-    const count = outputs.reverse().find((o) => typeof o.count === 'number')?.count;
-    if (count === undefined) return toolAsk(functionCall('get_counter_value', {}, `c_${turn}`));
-    return finalAnswer(String(count));
-  });
+  const service = await startScriptedService((call) => (addendsOf(call)[0] === 13 ? reply.status(500, 'service exploded') : solveCounterTask(call)));
   services.push(service);
   const dir = tempDir('tsgym-e2e-');
-  const res = await runGym(
-    [
-      'eval',
-      'run',
-      '+config_paths=[counter_remote.yaml]',
-      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
-      `++head_server.port=${await findFreePort()}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      'resources_servers/example_session_state_mgmt/data/example.jsonl',
-      '-o',
-      'out/rollouts.jsonl',
-    ],
-    { cwd: dir },
-  );
+  const res = await runGym(counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), { cwd: dir });
   assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
   const rollouts = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
   assert.equal(rollouts.length, 4);
@@ -89,22 +62,7 @@ test('Ctrl-C during collection stops every server, records no spurious failures,
   const service = await startScriptedService(() => reply.hang());
   services.push(service);
   const dir = tempDir('tsgym-e2e-int-');
-  const running = spawnGym(
-    [
-      'eval',
-      'run',
-      '+config_paths=[counter_remote.yaml]',
-      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
-      `++head_server.port=${await findFreePort()}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      'resources_servers/example_session_state_mgmt/data/example.jsonl',
-      '-o',
-      'r.jsonl',
-    ],
-    { cwd: dir },
-  );
+  const running = spawnGym(counterEvalArgs(service.url, await findFreePort(), 'r.jsonl'), { cwd: dir });
   await service.waitForCalls(1);
   const ports = [...running.stderr().matchAll(/listening on http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
   assert.equal(ports.length, 2, running.stderr());
@@ -114,5 +72,8 @@ test('Ctrl-C during collection stops every server, records no spurious failures,
   assert.match(result.stderr, /Interrupted: stopping the environment/);
   assert.equal(lineCount(path.join(dir, 'r.jsonl')), 0);
   assert.equal(lineCount(path.join(dir, 'r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
+  const status = JSON.parse(readFileSync(path.join(dir, 'r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+  assert.equal(status.state, 'interrupted');
+  assert.equal(status.totals.done, 0);
   for (const port of ports) assert.ok(await refusesConnections(port), `server on port ${port} is gone`);
 });

@@ -31,15 +31,16 @@ function withoutCR(bytes: Buffer): Buffer {
 
 /**
  * The lines of a file, read on demand into one reused buffer (grown only for a line longer than it), so reading
- * a file of any length costs the same memory.
+ * a file of any length costs the same memory. `from` resumes at a line boundary (a tailing reader's last offset,
+ * with the number of lines before it).
  */
-export async function* readRawLines(path: string): AsyncGenerator<RawLine> {
+export async function* readRawLines(path: string, from: { offset: number; lineNo: number } = { offset: 0, lineNo: 0 }): AsyncGenerator<RawLine> {
   const handle = await open(path, 'r');
   let buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   let start = 0; // first unconsumed byte in `buffer`
   let end = 0; // end of the valid bytes in `buffer`
-  let bufferOffset = 0; // file offset of buffer[0]
-  let lineNo = 0;
+  let bufferOffset = from.offset; // file offset of buffer[0]
+  let lineNo = from.lineNo;
   try {
     for (;;) {
       const valid = buffer.subarray(0, end);

@@ -16,6 +16,8 @@ export interface ArtifactPaths {
   failures: string;
   materializedInputs: string;
   aggregateMetrics: string;
+  /** The live state `gym eval run` keeps current (src/collect/status.ts). */
+  status: string;
 }
 
 export function artifactPaths(rolloutsPath: string): ArtifactPaths {
@@ -24,7 +26,12 @@ export function artifactPaths(rolloutsPath: string): ArtifactPaths {
     failures: failuresPathFor(rolloutsPath),
     materializedInputs: sibling(rolloutsPath, '_materialized_inputs.jsonl'),
     aggregateMetrics: sibling(rolloutsPath, '_aggregate_metrics.json'),
+    status: statusPathFor(rolloutsPath),
   };
+}
+
+export function statusPathFor(rolloutsPath: string): string {
+  return sibling(rolloutsPath, '_status.json');
 }
 
 export function failuresPathFor(rolloutsPath: string): string {

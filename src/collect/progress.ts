@@ -1,6 +1,7 @@
 /**
  * Collection progress: on a terminal, one live line redrawn in place (done/total, rate, ETA, failures so far,
- * mean reward so far); otherwise (CI logs, pipes) a plain line at most every few seconds.
+ * mean reward so far, and the rollouts that stopped making progress); otherwise (CI logs, pipes) a plain line at
+ * most every few seconds.
  */
 
 export interface ProgressSnapshot {
@@ -34,6 +35,7 @@ export class ProgressReporter {
   private readonly tty: boolean;
   private readonly now: () => number;
   private drewLine = false;
+  private stalled: readonly string[] = [];
 
   constructor(private readonly options: ProgressOptions) {
     this.now = options.now ?? Date.now;
@@ -51,7 +53,21 @@ export class ProgressReporter {
     const pct = total > 0 ? Math.floor((100 * snapshot.done) / total) : 100;
     const reward = snapshot.completed > 0 ? (snapshot.rewardSum / snapshot.completed).toFixed(3) : 'n/a';
     const label = this.options.label ?? 'Collecting rollouts';
-    return `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}${this.options.detail ? ` | ${this.options.detail()}` : ''}`;
+    const line = `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}${this.options.detail ? ` | ${this.options.detail()}` : ''}`;
+    if (this.stalled.length === 0) return line;
+    const named = this.stalled.slice(0, 3).join('; ');
+    const more = this.stalled.length > 3 ? `; and ${this.stalled.length - 3} more` : '';
+    return `${line} | stalled: ${named}${more}`;
+  }
+
+  /** The rollouts without progress for longer than stall_warning_secs (RunStatusBoard); redraws when they change. */
+  setStalled(labels: readonly string[]): void {
+    const changed = labels.length !== this.stalled.length || labels.some((label, i) => label !== this.stalled[i]);
+    this.stalled = labels;
+    if (!changed || (labels.length === 0 && !this.drewLine)) return;
+    // A new stall is news: shown at once, not after the plain-line interval.
+    this.lastDraw = -Infinity;
+    this.update(this.lastSnapshot);
   }
 
   update(snapshot: ProgressSnapshot): void {

@@ -5,10 +5,14 @@
  */
 import { placeholderResponse, validateCreateParams } from '../contract.js';
 import { isPlainObject } from '../config/types.js';
-import { callInternal, HttpTransportError } from '../http/client.js';
+import { HttpTransportError, neverDelivered, request, type HttpResponse } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
 import type { Row } from './materialize.js';
 import type { RolloutExecutor } from './queue.js';
+import { undeliveredResult, type AgentReachability } from './reachability.js';
+import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from './step-latency.js';
+
+const STEP_LATENCY_REQUEST = { [STEP_LATENCY_HEADER]: '1' };
 
 /** A failure the collector itself observed (the agent could not be reached or answered badly); retryable. */
 export const COLLECTOR_ERROR = 'collector_error';
@@ -22,6 +26,8 @@ const ROUTING_KEYS = ['_ng_failure_class', '_ng_failure_terminal', '_ng_no_persi
 export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
   const out: Row = { ...row };
   for (const key of ROUTING_KEYS) delete out[key];
+  // A re-fed failure row's latencies are not this attempt's (and must not reach the run status).
+  delete out[STEP_LATENCY_KEY];
   out.reward = 0;
   out.response = placeholderResponse();
   out.error = error;
@@ -76,34 +82,56 @@ function excerpt(text: string): string {
 function transportProblem(err: unknown, agent: string, url: string, timeoutMs: number): string {
   if (err instanceof HttpTransportError) {
     if (err.kind === 'timeout') return `/run on agent '${agent}' timed out after ${timeoutMs / 1000}s (run_request_timeout_secs)`;
-    if (err.kind === 'connect') return `could not reach agent '${agent}' at ${url} after 3 tries (${err.message}). Is the agent running?`;
+    if (err.kind === 'connect') {
+      return `the connection to agent '${agent}' at ${url} was lost after the rollout was sent (${err.message}); the agent may have crashed mid-rollout`;
+    }
     return `/run on agent '${agent}' failed: ${err.message}`;
   }
   return `/run on agent '${agent}' failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
 }
 
-/** Executes jobs against the agents' `/run`, turning every way a call can fail into a failure row. */
-export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number): RolloutExecutor {
+/**
+ * Executes jobs against the agents' `/run`, turning every way a call can fail into a failure row — except a call
+ * that never reached the agent (connection refused): that one waits at the reachability gate and is re-sent, and
+ * comes back `undeliveredResult()` (no row, no attempt spent) if the agent is given up (D20). A connection lost after
+ * the request went out is a delivered call: the agent may have been running it, so it is a retryable failure row.
+ */
+export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number, reachability: AgentReachability): RolloutExecutor {
   return async (job) => {
     const url = `${agents.urlOf(job.agent)}/run`;
     const fail = (problem: string): Row => failureRow(JSON.parse(job.body) as Row, COLLECTOR_ERROR, problem, false);
-    try {
-      const res = await callInternal(url, { jsonText: job.body, timeoutMs, attempts: 3 });
-      if (res.status < 200 || res.status >= 300) {
-        return fail(`/run on agent '${job.agent}' answered HTTP ${res.status}: ${excerpt(res.text())}`);
-      }
-      let body: unknown;
+    let res: HttpResponse;
+    for (;;) {
+      if (!(await reachability.ready(job.agent))) return undeliveredResult();
       try {
-        body = res.json();
+        // Asks the remote agent for step latencies on success results too (the status board folds them in).
+        res = await request(url, { method: 'POST', jsonText: job.body, headers: STEP_LATENCY_REQUEST, timeoutMs });
+        break;
       } catch (err) {
-        return fail(`/run on agent '${job.agent}' answered with a body that is not valid JSON (${(err as Error).message}): ${excerpt(res.text())}`);
+        if (neverDelivered(err)) {
+          reachability.reportUnreachable(job.agent, (err as Error).message);
+          continue;
+        }
+        // A connection lost mid-call: the agent may have died. Later jobs wait at the gate until a probe on a fresh
+        // connection answers, so none is sent down a pooled socket to the dead process (and failed for it).
+        if (err instanceof HttpTransportError && (err.kind === 'connect' || err.kind === 'body_read')) {
+          reachability.reportUnreachable(job.agent, err.message);
+        }
+        return fail(transportProblem(err, job.agent, url, timeoutMs));
       }
-      if (!isPlainObject(body)) {
-        return fail(`expected a JSON object from /run on agent '${job.agent}', got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}`);
-      }
-      return body;
-    } catch (err) {
-      return fail(transportProblem(err, job.agent, url, timeoutMs));
     }
+    if (res.status < 200 || res.status >= 300) {
+      return fail(`/run on agent '${job.agent}' answered HTTP ${res.status}: ${excerpt(res.text())}`);
+    }
+    let body: unknown;
+    try {
+      body = res.json();
+    } catch (err) {
+      return fail(`/run on agent '${job.agent}' answered with a body that is not valid JSON (${(err as Error).message}): ${excerpt(res.text())}`);
+    }
+    if (!isPlainObject(body)) {
+      return fail(`expected a JSON object from /run on agent '${job.agent}', got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}`);
+    }
+    return body;
   };
 }

@@ -11,6 +11,8 @@ export interface LaunchSpec {
   command: string;
   args: string[];
   cwd: string;
+  /** Variables added to the server's environment (e.g. a Python server's PYTHONPATH and venv). */
+  env?: Record<string, string>;
 }
 
 const JS_EXTENSIONS = ['.js', '.mjs', '.cjs'];

@@ -3,6 +3,7 @@
  * `NEMO_GYM_CONFIG_DICT` holds the whole resolved config as YAML, `NEMO_GYM_CONFIG_PATH` the instance name.
  */
 import { ConfigError } from '../errors.js';
+import { withForeignHeadersMasked } from './secrets.js';
 import { getServerInstance } from './servers.js';
 import type { GlobalConfig, ServerInstance } from './types.js';
 import { parseConfigYaml, serializeConfig } from './yaml-io.js';
@@ -12,7 +13,7 @@ export const CONFIG_PATH_ENV = 'NEMO_GYM_CONFIG_PATH';
 
 /** The env vars a spawned server needs (added to the parent's environment by the launcher). */
 export function serverEnv(config: GlobalConfig, instanceName: string): Record<string, string> {
-  return { [CONFIG_DICT_ENV]: serializeConfig(config), [CONFIG_PATH_ENV]: instanceName };
+  return { [CONFIG_DICT_ENV]: serializeConfig(withForeignHeadersMasked(config, instanceName)), [CONFIG_PATH_ENV]: instanceName };
 }
 
 /** What a spawned server reads at start-up. */

@@ -165,15 +165,52 @@ describe('startEnvironment', () => {
     }
   });
 
-  it('stops the whole environment when a server dies after start-up', async () => {
+  it('D20: restarts a server that dies after start-up on the same address, and reports restarts and the exit cause', async () => {
     const out = new Output();
     const running = await start(await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') }), out);
-    await request(`${running.instances[0]!.url}/die`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    try {
+      const alpha = running.instances[0]!;
+      const [firstPid, url] = [alpha.pid!, alpha.url];
+      process.kill(firstPid, 'SIGKILL');
+      await out.waitFor(/\(alpha\) restarted \(pid \d+\) and answering on /);
+      assert.match(out.text, /\(alpha\) was killed by SIGKILL unexpectedly; restarting it on http:\/\/127\.0\.0\.1:\d+ in 0\.25s \(restart 1 of at most 5 within 10 minutes\)/);
+      const listed = (await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
+      const record = listed.find((i) => i.process_name === 'alpha')!;
+      assert.equal(record.url, url);
+      assert.notEqual(record.pid, firstPid);
+      assert.ok(isAlive(record.pid!));
+      assert.equal(record.restarts, 1);
+      assert.match(record.last_exit ?? '', /^was killed by SIGKILL at \d{4}-/);
+      assert.equal(listed.find((i) => i.process_name === 'beta')!.restarts, 0);
+      assert.equal((await request(`${url}/`, { timeoutMs: 2_000 })).status, 200);
+      assert.ok(isAlive(running.instances[1]!.pid!), 'the other server was touched');
+      // The restarted server logs to the same file.
+      assert.equal(readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8').match(/starting as serve/g)?.length, 2);
+    } finally {
+      await running.stop();
+    }
+    assert.deepEqual(await running.done, { kind: 'stopped' });
+    await nothingLeft();
+  });
+
+  it('D20: a crash loop (more restarts than the policy allows within its window) stops the environment with the log tail', async () => {
+    const out = new Output();
+    const restartPolicy = { maxRestarts: 2, windowMs: 60_000, backoffMs: [10, 20] };
+    const running = await start(await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') }), out, { restartPolicy });
+    const die = async (): Promise<void> => {
+      await request(`${running.instances[0]!.url}/die`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    };
+    await die();
+    await out.waitFor(/\(alpha\) restarted .*\n/);
+    await die();
+    await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, 5_000, 'the second restart answers');
+    await die();
     const reason = await running.done;
     assert.equal(reason.kind, 'server_exited');
     assert.equal(reason.kind === 'server_exited' && reason.name, 'alpha');
     assert.equal(reason.kind === 'server_exited' && reason.exit.code, 7);
-    assert.match(out.text, /\(alpha\) exited with code 7 unexpectedly; stopping the environment/);
+    assert.equal(reason.kind === 'server_exited' && reason.restarts, 2);
+    assert.match(out.text, /\(alpha\) exited with code 7 unexpectedly after 2 restart\(s\) within 1 minutes: a crash loop, so the environment is stopped\. Its last \d+ log line\(s\)/);
     assert.equal(isAlive(running.instances[1]!.pid!), false);
     await nothingLeft();
   });

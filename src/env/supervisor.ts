@@ -4,17 +4,16 @@ import {
   installRoot,
   isPortFree,
   listServerInstances,
-  resolveLaunch,
-  resolveServerDir,
   searchRoots,
   serverEnv,
   type GlobalConfig,
-  type LaunchSpec,
   type ServerInstance,
 } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
 import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from '../server/head-server.js';
+import { describePlans, planServer, type Plan } from './plan.js';
+import { delay } from '../http/client.js';
 import { answers, waitUntilAnswering } from './readiness.js';
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
@@ -24,8 +23,11 @@ import { describeExit, ServerProcess, type ExitInfo } from './server-process.js'
  * `gym env start` and by `gym eval run` without `--no-serve`.
  *
  * Lifetime guarantees: a server that dies during start-up stops the rest and fails the start with its last log
- * lines; a server that dies later stops the rest too (a half-running environment would score rollouts against
- * missing servers); `stop()` sends SIGINT, waits a grace period, then SIGKILLs and reaps. If this process dies
+ * lines. A server that dies later is restarted on the same host and port after a backoff (0.25 s, 1 s, 2 s, 4 s,
+ * 8 s for the 1st…5th restart within the window), so an OOM kill at hour 9 costs the rollouts it had in flight, not
+ * the run (decision D20); a crash loop — a 6th unexpected exit within 10 minutes — stops the whole environment with
+ * that server's last log lines. The head server reports each server's restarts and last exit cause
+ * (`gym env status`). `stop()` sends SIGINT, waits a grace period, then SIGKILLs and reaps. If this process dies
  * without stopping (even by SIGKILL), the reaper (`reaper-main.ts`) kills the servers' process groups.
  */
 
@@ -43,12 +45,30 @@ export interface StartOptions {
   startupTimeoutMs?: number;
   /** How long a server may take to exit after SIGINT before it is SIGKILLed. Default 2 s. */
   graceMs?: number;
+  /** When a server that dies after start-up is restarted. Default `DEFAULT_RESTART_POLICY`. */
+  restartPolicy?: RestartPolicy;
 }
+
+export interface RestartPolicy {
+  /** Restarts allowed within `windowMs`; one more unexpected exit is a crash loop and stops the environment. */
+  maxRestarts: number;
+  windowMs: number;
+  /** Wait before the n-th restart within the window (the last entry repeats). */
+  backoffMs: readonly number[];
+}
+
+/** More than 5 restarts within 10 minutes is a crash loop. */
+export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+  maxRestarts: 5,
+  windowMs: 10 * 60_000,
+  backoffMs: [250, 1_000, 2_000, 4_000, 8_000],
+};
 
 export type StopReason =
   | { kind: 'stopped' }
   | { kind: 'shutdown_requested' }
-  | { kind: 'server_exited'; name: string; exit: ExitInfo; tail: string[]; logFile: string };
+  /** A crash loop: the server exited more often than the restart policy allows. */
+  | { kind: 'server_exited'; name: string; exit: ExitInfo; tail: string[]; logFile: string; restarts: number };
 
 export interface RunningEnvironment {
   headUrl: string;
@@ -77,13 +97,6 @@ const NO_SERVERS_MESSAGE =
   'No server instances are configured, so there is nothing to run. Pass one or more configs, e.g.:\n' +
   '  gym env start --config resources_servers/<env>/configs/<env>.yaml --config <agent config>.yaml';
 
-interface Plan {
-  instance: ServerInstance;
-  dirPath: string;
-  entrypoint: string;
-  launch: LaunchSpec;
-}
-
 export async function startEnvironment(config: GlobalConfig, options: StartOptions = {}): Promise<RunningEnvironment> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
@@ -95,19 +108,25 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
   const head = headAddress(config);
   assertDistinctAddresses(head, instances);
   // Everything that can be wrong in the config is checked before the first process starts.
-  const roots = searchRoots(env, cwd);
-  const plans: Plan[] = instances.map((instance) => {
-    const entrypoint = String(instance.config.entrypoint ?? '');
-    const dirPath = resolveServerDir(instance.serverType, instance.impl, roots);
-    return { instance, dirPath, entrypoint, launch: resolveLaunch(dirPath, entrypoint, installRoot()) };
-  });
+  const planContext = { config, roots: searchRoots(env, cwd), installRoot: installRoot(), cwd, env };
+  const plans: Plan[] = instances.map((instance) => planServer(instance, planContext));
   await assertServerPortsFree(instances);
   const logDir = makeLogDir(config, options.logDir, cwd);
+  out.write(describePlans(plans));
 
-  const supervisor = new Supervisor(config, plans, logDir, out, env, options.graceMs ?? DEFAULT_GRACE_MS);
+  const supervisor = new Supervisor(
+    config,
+    plans,
+    logDir,
+    out,
+    env,
+    options.graceMs ?? DEFAULT_GRACE_MS,
+    options.restartPolicy ?? DEFAULT_RESTART_POLICY,
+    options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
+  );
   await supervisor.listenHead(head);
   supervisor.spawnAll();
-  await supervisor.waitUntilReady(options.signal, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+  await supervisor.waitUntilReady(options.signal);
   return supervisor.running();
 }
 
@@ -120,6 +139,10 @@ class Supervisor {
   private resolveDone!: (reason: StopReason) => void;
   readonly done = new Promise<StopReason>((resolve) => (this.resolveDone = resolve));
   private readonly killOnExit = (): void => this.kill();
+  /** Per server (same index as `processes`): when it was restarted, within the policy's window. */
+  private readonly restartTimes: number[][] = [];
+  /** Cuts a restart's backoff wait and readiness poll short when the environment stops. */
+  private readonly stopSignal = new AbortController();
 
   constructor(
     private readonly config: GlobalConfig,
@@ -128,6 +151,8 @@ class Supervisor {
     private readonly out: NodeJS.WritableStream,
     private readonly env: NodeJS.ProcessEnv,
     private readonly graceMs: number,
+    private readonly restartPolicy: RestartPolicy,
+    private readonly startupTimeoutMs: number,
   ) {
     process.on('exit', this.killOnExit);
   }
@@ -149,19 +174,10 @@ class Supervisor {
   spawnAll(): void {
     for (const plan of this.plans) {
       const { instance } = plan;
-      const server = new ServerProcess({
-        name: instance.name,
-        launch: plan.launch,
-        env: { ...this.env, ...serverEnv(this.config, instance.name) },
-        logFile: path.join(this.logDir, `${instance.name}.log`),
-        out: this.out,
-      });
+      const server = this.spawn(plan);
       const pid = server.pid;
-      if (pid !== undefined) {
-        this.reaper.register(pid);
-        void server.exited.then(() => this.reaper.unregister(pid));
-      }
       this.processes.push(server);
+      this.restartTimes.push([]);
       this.records.push({
         process_name: instance.name,
         server_type: instance.serverType,
@@ -176,11 +192,32 @@ class Supervisor {
         start_time: Date.now() / 1000,
         status: null,
         uptime_seconds: null,
+        restarts: 0,
+        last_exit: null,
       });
     }
   }
 
-  async waitUntilReady(signal: AbortSignal | undefined, timeoutMs: number): Promise<void> {
+  /** One server process for `plan`, its pid registered with the reaper until it exits. */
+  private spawn(plan: Plan): ServerProcess {
+    const { instance } = plan;
+    const server = new ServerProcess({
+      name: instance.name,
+      launch: plan.launch,
+      env: { ...this.env, ...plan.launch.env, ...serverEnv(this.config, instance.name) },
+      logFile: path.join(this.logDir, `${instance.name}.log`),
+      out: this.out,
+    });
+    const pid = server.pid;
+    if (pid !== undefined) {
+      this.reaper.register(pid);
+      void server.exited.then(() => this.reaper.unregister(pid));
+    }
+    return server;
+  }
+
+  async waitUntilReady(signal: AbortSignal | undefined): Promise<void> {
+    const timeoutMs = this.startupTimeoutMs;
     const polls = new AbortController();
     const ready = new Set<string>();
     const n = this.processes.length;
@@ -250,6 +287,7 @@ class Supervisor {
   /** Stop everything once; every caller gets the same promise. */
   stop(reason: StopReason): Promise<void> {
     this.stopping ??= (async () => {
+      this.stopSignal.abort();
       await Promise.all(this.processes.map((server) => server.stop(this.graceMs)));
       await this.head?.close();
       this.reaper.close();
@@ -264,12 +302,68 @@ class Supervisor {
   }
 
   private watchForCrashes(): void {
-    for (const server of this.processes) {
-      void server.exited.then((exit) => {
-        if (this.stopping) return;
-        this.out.write(`(${server.name}) ${describeExit(exit)} unexpectedly; stopping the environment.\n`);
-        void this.stop({ kind: 'server_exited', name: server.name, exit, tail: server.tail(), logFile: server.logFile });
+    this.processes.forEach((_, index) => this.watch(index));
+  }
+
+  private watch(index: number): void {
+    const server = this.processes[index]!;
+    void server.exited.then((exit) => {
+      if (!this.stopping) void this.restart(index, server, exit);
+    });
+  }
+
+  /** A server exited on its own after start-up: restart it after the backoff, or stop everything on a crash loop. */
+  private async restart(index: number, dead: ServerProcess, exit: ExitInfo): Promise<void> {
+    const record = this.records[index]!;
+    const { maxRestarts, windowMs, backoffMs } = this.restartPolicy;
+    const now = Date.now();
+    const recent = this.restartTimes[index]!.filter((at) => now - at < windowMs);
+    this.restartTimes[index] = recent;
+    record.last_exit = `${describeExit(exit)} at ${new Date(now).toISOString()}`;
+    if (recent.length >= maxRestarts) {
+      this.out.write(
+        `(${dead.name}) ${describeExit(exit)} unexpectedly after ${recent.length} restart(s) within ` +
+          `${windowMs / 60_000} minutes: a crash loop, so the environment is stopped. ${formatTail(dead.tail(), dead.logFile)}\n`,
+      );
+      void this.stop({
+        kind: 'server_exited',
+        name: dead.name,
+        exit,
+        tail: dead.tail(),
+        logFile: dead.logFile,
+        restarts: record.restarts ?? 0,
       });
+      return;
+    }
+    const waitMs = backoffMs[Math.min(recent.length, backoffMs.length - 1)] ?? 0;
+    this.out.write(
+      `(${dead.name}) ${describeExit(exit)} unexpectedly; restarting it on ${record.url} in ${waitMs / 1000}s ` +
+        `(restart ${recent.length + 1} of at most ${maxRestarts} within ${windowMs / 60_000} minutes).\n`,
+    );
+    // Kills whatever the dead server left in its process group (it could hold the port) and flushes its log.
+    await dead.stop(0);
+    await delay(waitMs, this.stopSignal.signal);
+    if (this.stopping) return;
+    const plan = this.plans[index]!;
+    const server = this.spawn(plan);
+    recent.push(Date.now());
+    this.processes[index] = server;
+    record.pid = server.pid ?? null;
+    record.start_time = Date.now() / 1000;
+    record.restarts = (record.restarts ?? 0) + 1;
+    this.watch(index);
+    // Polled until it answers, exits (its own restart takes over) or the environment stops; bounded like start-up.
+    const polling = new AbortController();
+    const stopPolling = (): void => polling.abort();
+    const timer = setTimeout(stopPolling, this.startupTimeoutMs);
+    void server.exited.then(stopPolling);
+    this.stopSignal.signal.addEventListener('abort', stopPolling, { once: true });
+    const answering = await waitUntilAnswering(record.url, { signal: polling.signal });
+    clearTimeout(timer);
+    this.stopSignal.signal.removeEventListener('abort', stopPolling);
+    if (answering) this.out.write(`(${server.name}) restarted (pid ${server.pid}) and answering on ${record.url}.\n`);
+    else if (!server.hasExited && !this.stopping) {
+      this.out.write(`(${server.name}) restarted (pid ${server.pid}) but not answering on ${record.url} after ${this.startupTimeoutMs / 1000}s.\n`);
     }
   }
 }

@@ -9,6 +9,9 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { installRoot } from '../config/index.js';
+import { request } from '../http/client.js';
+import type { InstanceRecord } from '../server/head-server.js';
+import { waitUntilAnswering } from './readiness.js';
 
 /** What the fixture server does, set as `behaviour:` in its config block. */
 export type FixtureBehaviour =
@@ -149,4 +152,39 @@ export function occupyPort(): Promise<{ port: number; close(): Promise<void> }> 
       });
     });
   });
+}
+
+/** What the head server on `headPort` lists (one bounded call). */
+export async function serverInstances(headPort: number): Promise<InstanceRecord[]> {
+  return (await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
+}
+
+/** Wait (bounded) until the head server on `headPort` and every server it lists answer; returns the servers. */
+export async function waitForEnvironment(headPort: number, timeoutMs = 20_000): Promise<InstanceRecord[]> {
+  const polls = new AbortController();
+  const timer = setTimeout(() => polls.abort(), timeoutMs);
+  try {
+    if (!(await waitUntilAnswering(`http://127.0.0.1:${headPort}`, { signal: polls.signal }))) {
+      throw new Error(`no head server answered on port ${headPort} within ${timeoutMs} ms`);
+    }
+    const instances = await serverInstances(headPort);
+    for (const instance of instances) {
+      if (!(await waitUntilAnswering(instance.url, { signal: polls.signal }))) {
+        throw new Error(`server '${instance.process_name}' did not answer within ${timeoutMs} ms`);
+      }
+    }
+    return instances;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Peak resident memory of a live process in MiB (`VmHWM` in /proc/<pid>/status); undefined off Linux. */
+export function peakRssMiB(pid: number): number | undefined {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -2,8 +2,10 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
+import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { GymError } from '../errors.js';
 import type { CookieJar } from './cookies.js';
+import { exactUtf8 } from './utf8.js';
 
 /**
  * The one HTTP client of a tsgym process. Behaviours are small pieces composed by the caller rather than
@@ -47,6 +49,7 @@ export interface HttpResponse {
   /** `Set-Cookie` header values of this response. */
   setCookies: string[];
   text(): string;
+  /** The body parsed as JSON, nesting bounded at 520 levels (throws `JsonTooDeep` or the parser's `SyntaxError`). */
   json(): unknown;
 }
 
@@ -63,6 +66,8 @@ export interface RequestOptions {
   timeoutMs: number;
   maxBodyBytes?: number;
   signal?: AbortSignal;
+  /** The connection pool to use; default the process-wide one (`dispatcher()`). */
+  dispatcher?: Dispatcher;
 }
 
 // undici's index also loads fetch, WebSocket, caches and mocks: ~120 ms of every tsgym process's start-up (seen in
@@ -77,16 +82,29 @@ const agentRequest = requireUndici('undici/lib/api/api-request.js') as (
 
 let sharedDispatcher: Dispatcher | undefined;
 
-/** The process-wide keep-alive pool. Unbounded connections per origin: admission control belongs to callers. */
-export function dispatcher(): Dispatcher {
-  sharedDispatcher ??= new Agent({
+export interface PoolOptions {
+  /** PEM CA certificate(s) to trust for https:// peers instead of the system store (a private CA). */
+  ca?: string;
+}
+
+/**
+ * A keep-alive pool. Unbounded connections per origin: admission control belongs to callers. Pass `ca` for a peer
+ * whose certificate a private CA signed; certificates are still verified (host name included).
+ */
+export function createDispatcher(options: PoolOptions = {}): Dispatcher {
+  return new Agent({
     keepAliveTimeout: 15_000,
     keepAliveMaxTimeout: 60_000,
     // Our own deadline (timeoutMs) bounds every exchange; undici's 300 s defaults would cut 30-minute calls.
     headersTimeout: 0,
     bodyTimeout: 0,
-    connect: { timeout: 10_000 },
+    connect: { timeout: 10_000, ...(options.ca !== undefined ? { ca: options.ca } : {}) },
   });
+}
+
+/** The process-wide pool. */
+export function dispatcher(): Dispatcher {
+  sharedDispatcher ??= createDispatcher();
   return sharedDispatcher;
 }
 
@@ -124,7 +142,8 @@ function classify(err: unknown): TransportErrorKind {
   const code = errorCode(err);
   if (code === undefined) return 'other';
   if (CONNECT_CODES.has(code)) return 'connect';
-  if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL')) return 'tls';
+  // OpenSSL's verify codes (UNABLE_TO_VERIFY_LEAF_SIGNATURE, SELF_SIGNED_CERT_IN_CHAIN, …) and node's TLS codes.
+  if (/CERT|^ERR_TLS|^ERR_SSL|^UNABLE_TO_|SIGNATURE/.test(code)) return 'tls';
   return 'other';
 }
 
@@ -171,8 +190,8 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
 
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined;
-  if (options.jsonText !== undefined) body = options.jsonText;
-  else if (options.json !== undefined) body = JSON.stringify(options.json);
+  if (options.jsonText !== undefined) body = typeof options.jsonText === 'string' ? exactUtf8(options.jsonText) : options.jsonText;
+  else if (options.json !== undefined) body = exactUtf8(JSON.stringify(options.json));
   if (body !== undefined) headers['content-type'] = 'application/json';
   const cookie = options.jar?.header();
   if (cookie) headers.cookie = cookie;
@@ -181,7 +200,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
   try {
     let res: Dispatcher.ResponseData;
     try {
-      res = await agentRequest.call(dispatcher(), {
+      res = await agentRequest.call(options.dispatcher ?? dispatcher(), {
         origin: target.origin,
         path: target.pathname + target.search,
         method: options.method ?? (body === undefined ? 'GET' : 'POST'),
@@ -216,7 +235,7 @@ export async function request(url: string, options: RequestOptions): Promise<Htt
       body: payload,
       setCookies,
       text: () => (decoded ??= payload.toString('utf8')),
-      json: () => JSON.parse((decoded ??= payload.toString('utf8'))),
+      json: () => parseBoundedJson((decoded ??= payload.toString('utf8')), MAX_ENVELOPED_JSON_DEPTH),
     };
   } finally {
     clearTimeout(timer);
@@ -234,7 +253,15 @@ async function readBounded(
   // HTTP framing delivers exactly the declared length, so a body declared within the limit is read whole: undici's
   // own reader is much cheaper than a stream async iterator (a rollout reads about ten small bodies).
   const declared = typeof contentLength === 'string' ? Number(contentLength) : Number.NaN;
+  // A large declared body is copied into one buffer of its size as it arrives: collecting chunks and joining them
+  // would hold it twice at the peak (an agent under many large answers at once is bounded by those peaks).
+  if (declared > LARGE_BODY_BYTES && (limit === undefined || declared <= limit)) return readIntoBuffer(body, declared);
   if (limit === undefined || declared <= limit) return Buffer.from(await body.arrayBuffer());
+  // A body declared over the limit fails before a byte of it is buffered.
+  if (declared > limit) {
+    body.destroy();
+    throw new BodyTooLarge();
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -247,6 +274,19 @@ async function readBounded(
     chunks.push(buf);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+const LARGE_BODY_BYTES = 1024 * 1024;
+
+async function readIntoBuffer(body: Dispatcher.ResponseData['body'], declared: number): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(declared);
+  let at = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    // HTTP framing never delivers more than the declared length; the bound is kept anyway.
+    at += buf.copy(out, at, 0, Math.min(buf.length, declared - at));
+  }
+  return at === declared ? out : out.subarray(0, at);
 }
 
 function toList(value: string | string[] | undefined): string[] {
@@ -291,12 +331,34 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
 export const isConnectError = (err: unknown): boolean =>
   err instanceof HttpTransportError && err.kind === 'connect';
 
+/** Failures that happen while opening the connection: the request cannot have reached the server. */
+const NEVER_DELIVERED_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * True when the request certainly never reached the server (the connection was refused or never opened). A reset
+ * or a socket closed later is not: the server may have received the request and started on it.
+ */
+export function neverDelivered(err: unknown): boolean {
+  if (!(err instanceof HttpTransportError) || err.kind !== 'connect') return false;
+  const code = errorCode(err.cause);
+  return code !== undefined && NEVER_DELIVERED_CODES.has(code);
+}
+
 export interface InternalCallOptions {
   /** JSON body; without one (and without `jsonText`) the call is a GET. */
   json?: unknown;
   jsonText?: string | Buffer;
   jar?: CookieJar;
   timeoutMs: number;
+  /** Bound on the reply body (D14); unbounded when unset. */
+  maxBodyBytes?: number;
   /** Total attempts for connection-class failures (D12: bounded, never forever). */
   attempts?: number;
   signal?: AbortSignal;

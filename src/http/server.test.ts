@@ -20,6 +20,13 @@ describe('http server', () => {
       throw new HttpError(418, 'short and stout');
     });
     app.post('/echo', (req) => ({ body: { got: req.json() ?? null } }));
+    app.get('/deep-reply', () => ({ body: deepObject(100_000) }));
+    app.get('/cyclic-reply', () => {
+      const cycle: Record<string, unknown> = {};
+      cycle.self = cycle;
+      return { body: cycle };
+    });
+    app.get('/bad-header', () => ({ body: 'x', headers: { 'x-bad': 'line\nbreak' } }));
     listening = await app.listen(0, '127.0.0.1');
   });
   after(() => listening.close());
@@ -96,6 +103,34 @@ describe('http server', () => {
     assert.deepEqual(res.json(), { detail: 'short and stout' });
   });
 
+  it('D19: a reply that cannot be encoded is a 500 for that request only, naming why; the server keeps serving', async () => {
+    for (const path of ['/deep-reply', '/cyclic-reply']) {
+      const res = await request(`${listening.url}${path}`, { timeoutMs: 5_000 });
+      assert.equal(res.status, 500, path);
+      assert.match(res.json() as string, /the reply could not be built: (RangeError|TypeError)/, path);
+    }
+    const res = await request(`${listening.url}/bad-header`, { timeoutMs: 5_000 });
+    assert.equal(res.status, 500);
+    assert.match(res.json() as string, /the reply could not be written/);
+    const after = await request(`${listening.url}/`, { timeoutMs: 2_000 });
+    assert.deepEqual(after.json(), { status: 'ok' });
+  });
+
+  it("D19: a request body nested deeper than 520 levels (512 and Gym's envelopes) answers 400 saying so", async () => {
+    const small = new App({ onError: (err) => errors.push(err) });
+    small.post('/echo', (req) => ({ body: { got: req.json() ?? null } }));
+    const server = await small.listen(0, '127.0.0.1');
+    try {
+      const deep = await request(`${server.url}/echo`, { jsonText: '['.repeat(521) + ']'.repeat(521), timeoutMs: 2_000 });
+      assert.equal(deep.status, 400);
+      assert.match((deep.json() as { detail: string }).detail, /nested deeper than 520 levels/);
+      const ok = await request(`${server.url}/echo`, { jsonText: '['.repeat(519) + ']'.repeat(519), timeoutMs: 2_000 });
+      assert.equal(ok.status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('runs middleware around 404s as well as routes', async () => {
     const app = new App();
     app.use(async (_req, next) => {
@@ -112,3 +147,9 @@ describe('http server', () => {
     }
   });
 });
+
+function deepObject(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}

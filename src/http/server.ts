@@ -1,13 +1,20 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { z } from 'zod';
+import { JsonTooDeep, MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { parseCookieHeader } from './cookies.js';
+import { exactUtf8 } from './utf8.js';
 
 /**
  * A deliberately small HTTP framework on `node:http` for every tsgym server (resources servers, agents, the
  * head server, scripted test services). Handlers receive a parsed request and return a plain reply object;
  * the framework owns JSON encoding, 404/405/422/500 shapes (FastAPI-compatible, so tools written against the
  * reference read the same texts) and server timeouts suitable for 35-minute rollouts.
+ *
+ * Per-request isolation (decision D19): nothing one request does — reading its body, parsing it (nesting bounded
+ * at 520 levels: a service's 512 plus Gym's envelopes), handling it, encoding the reply (`JSON.stringify` of a value it cannot encode) or writing it — can
+ * throw past that request. A reply that cannot be built becomes a 500 with a text saying why; a reply that cannot be
+ * written destroys that one connection. The process-level safety net for everything else is `guardProcess()`.
  */
 
 export interface GymRequest {
@@ -104,7 +111,11 @@ export class App {
 
   /** The `node:http` request listener. */
   readonly listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    void this.serve(req, res);
+    this.serve(req, res).catch((err: unknown) => {
+      // serve() contains its own failures; this is the last fence, so nothing escapes as an unhandled rejection.
+      this.report(err, undefined);
+      res.destroy();
+    });
   };
 
   async listen(port = 0, host = '127.0.0.1'): Promise<Listening> {
@@ -142,7 +153,7 @@ export class App {
       body = await readBody(req, this.maxBodyBytes);
     } catch (err) {
       if (err instanceof HttpError) {
-        send(res, { status: err.status, body: { detail: err.detail } });
+        this.send(res, { status: err.status, body: { detail: err.detail } }, undefined);
         req.resume();
       } else {
         res.destroy();
@@ -166,7 +177,50 @@ export class App {
     } catch (err) {
       reply = this.errorReply(err, request);
     }
-    if (!res.destroyed) send(res, reply);
+    if (!res.destroyed) this.send(res, reply, request);
+  }
+
+  /** Encode and write a reply; a reply that cannot be encoded is answered 500 instead, one that cannot be written is dropped. */
+  private send(res: http.ServerResponse, reply: GymReply, req: GymRequest | undefined): void {
+    let encoded: EncodedReply;
+    try {
+      encoded = encodeReply(reply);
+    } catch (err) {
+      this.report(err, req);
+      // The session cookie is kept even on this 500, as on every other reply (Q3).
+      encoded = encodeReply({
+        status: 500,
+        body: `the reply could not be built: ${describeThrown(err)}`,
+        ...(reply.setCookies ? { setCookies: reply.setCookies } : {}),
+      });
+    }
+    try {
+      res.writeHead(encoded.status, encoded.headers);
+      res.end(encoded.payload);
+    } catch (err) {
+      // Invalid header bytes from a handler, or a socket that failed mid-write: only this request is lost.
+      this.report(err, req);
+      if (!res.headersSent) {
+        try {
+          const fallback = encodeReply({ status: 500, body: `the reply could not be written: ${describeThrown(err)}` });
+          res.writeHead(fallback.status, fallback.headers);
+          res.end(fallback.payload);
+          return;
+        } catch {
+          // fall through to destroy
+        }
+      }
+      res.destroy();
+    }
+  }
+
+  private report(err: unknown, req: GymRequest | undefined): void {
+    try {
+      if (this.onError && req) this.onError(err, req);
+      else process.stderr.write(`[http] ${req ? `${req.method} ${req.path}: ` : ''}${describeThrown(err)}\n`);
+    } catch {
+      // A failing error hook must not become the request's failure.
+    }
   }
 
   private dispatch(req: GymRequest, index: number): Promise<GymReply> {
@@ -190,9 +244,8 @@ export class App {
 
   private errorReply(err: unknown, req: GymRequest): GymReply {
     if (err instanceof HttpError) return { status: err.status, body: { detail: err.detail } };
-    this.onError?.(err, req);
-    const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    return { status: 500, body: text };
+    this.report(err, req);
+    return { status: 500, body: describeThrown(err) };
   }
 }
 
@@ -255,8 +308,9 @@ class IncomingRequest implements GymRequest {
         this.parsedBody = undefined;
       } else {
         try {
-          this.parsedBody = JSON.parse(this.body.toString('utf8'));
+          this.parsedBody = parseBoundedJson(this.body.toString('utf8'), MAX_ENVELOPED_JSON_DEPTH);
         } catch (err) {
+          if (err instanceof JsonTooDeep) throw new HttpError(400, `request body is ${err.message}`);
           throw new HttpError(400, `request body is not valid JSON: ${(err as Error).message}`);
         }
       }
@@ -305,21 +359,60 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function send(res: http.ServerResponse, reply: GymReply): void {
+interface EncodedReply {
+  status: number;
+  headers: http.OutgoingHttpHeaders;
+  payload: string | Buffer;
+}
+
+/** Throws when the body cannot be encoded (a cycle, a BigInt, nesting deeper than the stack). */
+function encodeReply(reply: GymReply): EncodedReply {
   const payload =
     reply.raw !== undefined
       ? reply.raw
       : reply.body === undefined
         ? ''
-        : JSON.stringify(reply.body);
+        : exactUtf8(JSON.stringify(reply.body) ?? 'null');
   const headers: http.OutgoingHttpHeaders = {
     'content-type': reply.contentType ?? 'application/json',
     'content-length': Buffer.byteLength(payload),
     ...reply.headers,
   };
   if (reply.setCookies && reply.setCookies.length > 0) headers['set-cookie'] = reply.setCookies;
-  res.writeHead(reply.status ?? 200, headers);
-  res.end(payload);
+  return { status: reply.status ?? 200, headers, payload };
+}
+
+function describeThrown(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/**
+ * The process-level safety net of a server process, installed once by its entry point. Decision: an
+ * `uncaughtException` means some code's state is unknown (Node's own guidance is not to resume), so it is logged
+ * with its stack and context and the process exits with code 70; `gym env start` restarts it on the same address
+ * (decision D20). An `unhandledRejection` is a promise nobody awaited: its request (if any) has already been
+ * answered or contained, so it is logged with context and the process keeps serving.
+ */
+export function guardProcess(name: string): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('uncaughtException', (err, origin) => {
+    process.stderr.write(`[${name}] fatal ${origin} (the process exits for the supervisor to restart it): ${stackOf(err)}\n`);
+    process.exit(70);
+  });
+  process.on('unhandledRejection', (reason) => {
+    process.stderr.write(`[${name}] unhandled promise rejection (logged; the server keeps serving): ${stackOf(reason)}\n`);
+  });
+}
+
+let guarded = false;
+
+function stackOf(err: unknown): string {
+  try {
+    return err instanceof Error ? (err.stack ?? describeThrown(err)) : String(err);
+  } catch {
+    return 'an unprintable value';
+  }
 }
 
 export function closeServer(server: http.Server): Promise<void> {

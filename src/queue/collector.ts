@@ -8,17 +8,6 @@ import { artifactPaths } from '../collect/paths.js';
 import { collectorQueueSettings, queueAddressOf } from './config.js';
 import { fileDigest, runIdOf } from './protocol.js';
 
-function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The command line that resumes this run: the same arguments with --resume. */
-export function resumeCommandOf(argv: readonly string[]): string {
-  const args = argv.filter((arg) => arg !== '--overwrite' && !/^\+{0,2}overwrite=/.test(arg));
-  if (!args.some((arg) => arg === '--resume' || /resume_from_cache=true/.test(arg))) args.push('--resume');
-  return `gym ${args.map(shellWord).join(' ')}`;
-}
-
 export async function collectWithBackend(global: GlobalConfig, options: CollectOptions): Promise<number> {
   const address = queueAddressOf(global);
   if (!address) return collectRollouts(options);
@@ -32,7 +21,7 @@ export async function collectWithBackend(global: GlobalConfig, options: CollectO
     output: config.outputPath,
     resume: config.resume,
     runTimeoutMs: config.runTimeoutMs,
-    resumeCommand: resumeCommandOf(process.argv.slice(2)),
+    resumeCommand: options.resumeCommand ?? 'the same command plus --resume (+resume_from_cache=true)',
     warn: io.warn,
   });
   io.out(`Distributing rollouts through Redis at ${address.url}: start gym worker --queue ${address.url} on each machine with an environment.`);

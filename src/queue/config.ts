@@ -1,7 +1,7 @@
 /**
  * The configuration keys of distributed collection, checked up front: `queue_url` (--queue) for both sides,
  * `queue_stall_secs` and `queue_outage_secs` for the collector, `worker_concurrency` (--concurrency),
- * `worker_drain_secs` and `worker_id` for `gym worker`.
+ * `worker_drain_secs`, `worker_id` and `agent_unreachable_wait_secs` for `gym worker`.
  */
 import type { GlobalConfig } from '../config/types.js';
 import { ConfigError } from '../errors.js';
@@ -9,6 +9,8 @@ import { DEFAULT_OUTAGE_SECS, DEFAULT_STALL_SECS, defaultWorkerId, parseQueueUrl
 
 export const DEFAULT_WORKER_CONCURRENCY = 16;
 export const DEFAULT_DRAIN_SECS = 30;
+/** A worker hands a job back sooner than a lone collector gives up: another worker may have a live agent. */
+export const DEFAULT_WORKER_AGENT_WAIT_SECS = 10;
 
 function seconds(config: GlobalConfig, key: string, fallback: number): number {
   const value = config[key] ?? fallback;
@@ -43,6 +45,7 @@ export interface WorkerSettings {
   address: QueueAddress;
   concurrency: number;
   drainMs: number;
+  agentWaitMs: number;
   id: string;
 }
 
@@ -59,5 +62,11 @@ export function workerSettings(config: GlobalConfig): WorkerSettings {
   if (typeof id !== 'string' || id === '' || id.length > 200) {
     throw new ConfigError(`Config value 'worker_id' must be a non-empty string of at most 200 characters, got ${JSON.stringify(id)}.`, 'GYM_CONFIG_VALUE');
   }
-  return { address, concurrency, drainMs: seconds(config, 'worker_drain_secs', DEFAULT_DRAIN_SECS) * 1000, id };
+  return {
+    address,
+    concurrency,
+    drainMs: seconds(config, 'worker_drain_secs', DEFAULT_DRAIN_SECS) * 1000,
+    agentWaitMs: seconds(config, 'agent_unreachable_wait_secs', DEFAULT_WORKER_AGENT_WAIT_SECS) * 1000,
+    id,
+  };
 }

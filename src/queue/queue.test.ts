@@ -211,7 +211,7 @@ test('Redis that stays away fails the run with a clear error and the resume comm
   await server.kill();
   const result = await run.result;
   assert.equal(result.code, 1, result.stderr);
-  assert.match(result.stderr, /Error: Redis at redis:\/\/127\.0\.0\.1:\d+ has been unreachable for \d+ s .*the finished rollouts are on disk.*resume with: gym eval run .*--resume/s);
+  assert.match(result.stderr, /Error: Redis at redis:\/\/127\.0\.0\.1:\d+ has been unreachable for \d+ s .*the finished rollouts are on disk.*resume with: gym eval run .*(--resume|\+resume_from_cache=true)/s);
   assert.doesNotMatch(result.stderr, /unexpected|at .*\.js:\d+/);
   await server.restart();
   const resumed = await collector(server, env.head, dir, ['--resume']).result;

@@ -10,6 +10,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentDirectory } from '../collect/agents.js';
 import type { Row } from '../collect/materialize.js';
+import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
 import { connect } from './connection.js';
 import {
@@ -40,6 +41,8 @@ export interface WorkerOptions {
   concurrency: number;
   /** How long Ctrl-C waits for jobs in flight before leaving them to the stall recovery. */
   drainMs: number;
+  /** How long a job waits for this machine's agent while it refuses connections before going back to the queue. */
+  agentWaitMs: number;
   log(line: string): void;
 }
 
@@ -75,8 +78,20 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     log(`worker ${id}: Redis at ${address.url} is back.`);
   });
 
+  /** Hands a job back to the queue (delayed briefly) so another worker can take it; never a failure. */
+  const handBack = async (job: Job<JobData>, token: string | undefined): Promise<never> => {
+    await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
+    throw new DelayedError();
+  };
+
   const processorFor = (run: RunAnnouncement) => {
-    const execute = httpAgentExecutor(agents, run.runTimeoutMs);
+    // The collector's reachability gate (D20), per outage: an agent that refuses connections holds its jobs for up
+    // to agentWaitMs; given up, they go back to the queue (a later job starts a fresh gate, so the worker recovers).
+    const gate = (): { reachability: AgentReachability; execute: ReturnType<typeof httpAgentExecutor> } => {
+      const reachability = new AgentReachability({ waitMs: options.agentWaitMs, urlOf: (agent) => agents.urlOf(agent), warn: (line) => log(`worker ${id}: ${line}`) });
+      return { reachability, execute: httpAgentExecutor(agents, run.runTimeoutMs, reachability) };
+    };
+    let current = gate();
     return async (job: Job<JobData>, token?: string): Promise<void> => {
       const data = job.data;
       if (typeof data?.agent !== 'string' || typeof data.body !== 'string') {
@@ -95,12 +110,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           seen.loggedAt = Date.now();
           seen.since = 0;
         }
-        await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
-        throw new DelayedError();
+        return handBack(job, token);
       }
       const key = /^t(\d+)r(\d+)a(\d+)$/.exec(job.id ?? '');
       const [task, rollout, attempt] = key ? [Number(key[1]), Number(key[2]), Number(key[3])] : [0, 0, 0];
-      const row: Row = await execute({ task, rollout, attempt, agent: data.agent, body: data.body });
+      const used = current;
+      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body });
+      if (isUndelivered(row)) {
+        if (current === used) current = gate();
+        log(`worker ${id}: ${jobLabel(job)} of ${run.output} never reached agent '${data.agent}' (it refuses connections); it goes back to the queue.`);
+        return handBack(job, token);
+      }
       if (routeOf(row) === 'failures') row._ng_worker = id;
       // The result goes to the run's list before the job completes: if this worker dies in between, the job is
       // run again and the collector drops the second answer; the other order could lose the result.

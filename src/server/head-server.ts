@@ -27,6 +27,10 @@ export interface InstanceRecord {
   /** Filled only by `gym env status` (the head server does not probe). */
   status: InstanceStatus | null;
   uptime_seconds: number | null;
+  /** How often the supervisor restarted this server after it exited unexpectedly (decision D20; tsgym only). */
+  restarts?: number;
+  /** Why it last exited unexpectedly, and when (`was killed by SIGKILL at 2026-…Z`); null while it never did. */
+  last_exit?: string | null;
 }
 
 export type InstanceStatus = 'success' | 'connection_error' | 'timeout' | 'unknown_error';

@@ -1,21 +1,31 @@
 import { pathToFileURL } from 'node:url';
 import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
 import { GymError } from '../errors.js';
-import type { App } from '../http/server.js';
+import { guardProcess, type App } from '../http/server.js';
 
 export interface ServeContext {
   global: GlobalConfig;
   instance: ServerInstance;
 }
 
+export interface ServeInstanceOptions {
+  /** Runs after the server stopped listening on SIGINT/SIGTERM, before the process exits (release resources). */
+  onShutdown?: () => Promise<void>;
+}
+
 /**
  * Entry point of a server process started by `gym env start`: read this instance's config from the environment
  * (`NEMO_GYM_CONFIG_DICT` + `NEMO_GYM_CONFIG_PATH`), build the app, listen on the assigned host and port, and close
- * cleanly on SIGINT/SIGTERM.
+ * cleanly on SIGINT/SIGTERM. `guardProcess` logs whatever escapes every request's isolation; an uncaught exception
+ * exits the process, which `gym env start` then restarts on the same address.
  */
-export async function serveInstance(build: (ctx: ServeContext) => App | Promise<App>): Promise<void> {
+export async function serveInstance(
+  build: (ctx: ServeContext) => App | Promise<App>,
+  options: ServeInstanceOptions = {},
+): Promise<void> {
   try {
     const ctx = readServerEnv();
+    guardProcess(ctx.instance.name);
     const app = await build(ctx);
     const { instance } = ctx;
     const listening = await app.listen(instance.port, instance.host).catch((err: NodeJS.ErrnoException) => {
@@ -32,7 +42,11 @@ export async function serveInstance(build: (ctx: ServeContext) => App | Promise<
     });
     process.stdout.write(`${instance.name} listening on ${listening.url}\n`);
     const stop = (): void => {
-      void listening.close().then(() => process.exit(0));
+      void listening
+        .close()
+        .then(() => options.onShutdown?.())
+        .catch((err: unknown) => process.stderr.write(`Error while stopping: ${err instanceof Error ? err.message : String(err)}\n`))
+        .finally(() => process.exit(0));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

@@ -5,15 +5,26 @@ import type { GymRequest, Middleware } from '../http/server.js';
 const SESSION_MAX_AGE_SECONDS = 1_209_600; // two weeks, as the reference's session middleware
 
 /**
+ * Reply header naming the server instance that holds the sessions: a random id made when the server is created.
+ * Sessions live in memory, so a restarted server (a new process on the same port, decision D20) has lost them and
+ * answers with a new id; the remote agent compares it with the one `/seed_session` answered with and fails the
+ * rollout as retryable instead of carrying on against a fresh, empty session. A forged or stale cookie still just
+ * starts a fresh session (as the reference does) — the header is what tells the client its session is gone.
+ */
+export const SERVER_BOOT_HEADER = 'x-gym-server-boot';
+
+/**
  * Signed session cookie per server instance. The cookie is named `<ServerClass>___<instance>` (as the reference
  * names it, so one cookie map can carry several servers' cookies without collision); its value is a signed
  * session id. The secret is random per process: sessions are in-memory, so they cannot outlive the process anyway.
  *
  * Every reply — success, 404, 422 and handler errors alike — re-sends the cookie, so a client that replaces its
- * cookies with each response's keeps its session even after a failing tool call (reference quirk Q3, fixed).
+ * cookies with each response's keeps its session even after a failing tool call (reference quirk Q3, fixed). Every
+ * reply also carries `SERVER_BOOT_HEADER`.
  */
 export function sessionMiddleware(cookieName: string): Middleware {
   const cookies = new VerifiedCookies(new SessionSigner(randomBytes(32).toString('hex')));
+  const bootId = randomUUID();
   return async (req, next) => {
     const sent = req.cookies[cookieName];
     const existing = cookies.verify(sent);
@@ -24,6 +35,7 @@ export function sessionMiddleware(cookieName: string): Middleware {
     const signed = existing !== undefined ? sent! : cookies.sign(id);
     const cookie = serializeSetCookie(cookieName, signed, { maxAgeSeconds: SESSION_MAX_AGE_SECONDS });
     reply.setCookies = [...(reply.setCookies ?? []), cookie];
+    reply.headers = { ...reply.headers, [SERVER_BOOT_HEADER]: bootId };
     return reply;
   };
 }

@@ -78,6 +78,8 @@ export interface FakeAgent {
 
 export interface FakeAgentOptions {
   computeMetrics?: TaskMetricsHook;
+  /** Listen on this port (default: an ephemeral one), e.g. to bring back an agent that was gone. */
+  port?: number;
 }
 
 export async function startFakeAgent(name: string, handler: FakeRunHandler, options: FakeAgentOptions = {}): Promise<FakeAgent> {
@@ -104,7 +106,7 @@ export async function startFakeAgent(name: string, handler: FakeRunHandler, opti
     aggregateCalls.push(body.verify_responses);
     return { body: computeAggregateMetrics(body.verify_responses, options.computeMetrics) };
   });
-  const listening: Listening = await app.listen(0, '127.0.0.1');
+  const listening: Listening = await app.listen(options.port ?? 0, '127.0.0.1');
   return {
     name,
     url: listening.url,

@@ -17,6 +17,7 @@
  * with a text saying so, which fails the rollout under test loudly.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseCookieHeader } from '../http/cookies.js';
 
@@ -111,17 +112,22 @@ export interface ScriptedService {
   close(): Promise<void>;
 }
 
+export interface ScriptedServiceOptions {
+  /** Serve https with this key and certificate (PEM), e.g. from `makeTestCa()`; the URL is then `https://…`. */
+  tls?: { key: string; cert: string };
+}
+
 /**
  * Start a scripted service on `127.0.0.1` at an ephemeral port. It answers any path (the agent only calls
  * `POST /v1/responses`; `path` in each call lets a test check that).
  */
-export async function startScriptedService(script: ServiceScript): Promise<ScriptedService> {
+export async function startScriptedService(script: ServiceScript, options: ScriptedServiceOptions = {}): Promise<ScriptedService> {
   const calls: ServiceCall[] = [];
   const waiting = new Map<number, Array<(call: ServiceCall) => void>>();
   let inFlight = 0;
   let maxInFlight = 0;
 
-  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: 30_000 }, (req, res) => {
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
     const abort = new AbortController();
@@ -148,7 +154,11 @@ export async function startScriptedService(script: ServiceScript): Promise<Scrip
       waiting.delete(call.index);
       void answer(call, res);
     });
-  });
+  };
+  const serverOptions = { requestTimeout: 0, keepAliveTimeout: 30_000 };
+  const server = options.tls
+    ? https.createServer({ ...serverOptions, ...options.tls }, onRequest)
+    : http.createServer(serverOptions, onRequest);
 
   async function answer(call: ServiceCall, res: http.ServerResponse): Promise<void> {
     let result: unknown;
@@ -176,7 +186,7 @@ export async function startScriptedService(script: ServiceScript): Promise<Scrip
   const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     calls,
     get inFlight() {
@@ -352,6 +362,8 @@ export function toolOutputsIn(input: unknown): Array<{ call_id: string; output: 
   if (!Array.isArray(input)) return [];
   return input.filter((item) => item?.type === 'function_call_output') as Array<{ call_id: string; output: string }>;
 }
+
+export { makeTestCa, type TestCa } from './tls.js';
 
 // Scripted `/run` agents and a fake head server, for testing collectors and reporting without real agents.
 export * from './fake-agent.js';

@@ -11,7 +11,7 @@ test('gym view prints the URL it serves on, serves the index there, and stops on
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
     await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
-    const match = /^Viewing rollouts\.jsonl \(\+ failures\) at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
+    const match = /^Viewing rollouts\.jsonl at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
     const res = await fetch(`${match[1]}/`);
     assert.equal(res.status, 200);
@@ -28,4 +28,26 @@ test('gym view on a missing file exits 1 naming the file', async () => {
   const result = await runGym(['view', path.join('results', 'missing.jsonl')], { cwd: run.dir });
   assert.equal(result.code, 1);
   assert.match(result.stderr, /^Error: results\/missing\.jsonl does not exist\./);
+});
+
+test('gym view A B serves the comparison and says where; a third file is a usage error', async () => {
+  const a = writeRun();
+  const b = writeRun();
+  const gym = spawnGym(['view', a.rollouts, b.rollouts, '--port', '0'], { cwd: a.dir });
+  let stdout = '';
+  gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
+  try {
+    await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
+    const match = /^Comparing .*rollouts\.jsonl \(A\) with .*rollouts\.jsonl \(B\) at (http:\/\/127\.0\.0\.1:\d+\/compare)\n/.exec(stdout);
+    assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
+    const res = await fetch(match[1]!);
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /3 tasks<\/strong>: <span class="verdict-improved">0 improved/);
+  } finally {
+    gym.child.kill('SIGTERM');
+  }
+  assert.equal((await gym.result).code, 0);
+  const extra = await runGym(['view', a.rollouts, b.rollouts, 'third.jsonl'], { cwd: a.dir });
+  assert.equal(extra.code, 2);
+  assert.match(extra.stderr, /gym view does not understand 'third\.jsonl'/);
 });

@@ -61,13 +61,24 @@ th { font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabul
 nav.pages, nav.filters { margin: .6rem 0; } nav a, nav strong { margin-right: .7rem; }
 details summary { cursor: pointer; } dl.kv { display: grid; grid-template-columns: max-content auto; gap: .1rem 1rem; margin: .3rem 0; }
 dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; }
+.live-grid { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; } @media (max-width: 60rem) { .live-grid { grid-template-columns: 1fr; } }
+tr.stalled td { background: #b3261e22; } strong.stalled, .state-interrupted { color: var(--bad); } .state-running { color: var(--warn); } .state-finished { color: var(--ok); }
+.charts { display: flex; flex-wrap: wrap; gap: 1rem; } figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 4px; padding: .4rem .6rem; width: 380px; }
+figure.chart figcaption { font-weight: 600; font-size: .9rem; } figure.chart svg { display: block; max-width: 100%; height: auto; }
+svg .axis { stroke: var(--muted); } svg .grid { stroke: var(--line); } svg text { fill: currentColor; font-size: 10px; } svg .axis-label { fill: var(--muted); }
+.legend span { margin-right: .8rem; font-size: .8rem; } .legend i { display: inline-block; width: .8rem; height: .5rem; margin-right: .25rem; }
+.side-by-side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; } .side-by-side > div { min-width: 0; }
+.verdict-improved { color: var(--ok); } .verdict-regressed { color: var(--bad); } .verdict-unchanged { color: var(--muted); }
 `;
 
-/** A whole page: no scripts and no external assets (the viewer runs offline). */
-export function page(title: string, body: SafeHtml): string {
+/**
+ * A whole page: no external assets (the viewer runs offline); `live` pages load the viewer's own /assets/live.js,
+ * the only script there is.
+ */
+export function page(title: string, body: SafeHtml, options: { live?: boolean } = {}): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title><style>${new SafeHtml(STYLE)}</style></head>
+<title>${title}</title><style>${new SafeHtml(STYLE)}</style>${options.live ? new SafeHtml('<script src="/assets/live.js" defer></script>') : ''}</head>
 <body>${body}</body></html>
 `.text;
 }

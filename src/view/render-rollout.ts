@@ -1,8 +1,8 @@
 /** The detail page of one rollout: its task input, every trajectory item in order, usage, reward, error, raw row. */
 import { isPlainObject } from '../config/types.js';
-import { html, page, type SafeHtml } from './html.js';
+import { href, html, page, type SafeHtml } from './html.js';
 import { detailHref, formatReward } from './render-index.js';
-import { itemType, responseOf, trajectoryOf, type RolloutIndex, type Row, type RowEntry } from './rollout-index.js';
+import { describeSteps, itemType, responseOf, trajectoryOf, type RolloutIndex, type Row, type RowEntry } from './rollout-index.js';
 
 /** JSON text shown indented when it parses as an object or array; anything else as written. */
 function prettyJsonText(text: string): string {
@@ -73,7 +73,7 @@ function itemHtml(item: unknown, position: number, callNames: ReadonlyMap<string
   }
 }
 
-function itemsHtml(items: readonly unknown[]): SafeHtml {
+export function itemsHtml(items: readonly unknown[]): SafeHtml {
   const callNames = new Map<string, string>();
   for (const item of items) {
     if (isPlainObject(item) && itemType(item) === 'function_call' && typeof item.call_id === 'string' && typeof item.name === 'string') {
@@ -83,7 +83,7 @@ function itemsHtml(items: readonly unknown[]): SafeHtml {
   return html`${items.map((item, i) => itemHtml(item, i + 1, callNames))}`;
 }
 
-function inputHtml(row: Row): SafeHtml {
+export function inputHtml(row: Row): SafeHtml {
   const params = isPlainObject(row.responses_create_params) ? row.responses_create_params : {};
   const parts: SafeHtml[] = [];
   if (typeof params.instructions === 'string' && params.instructions !== '') {
@@ -127,10 +127,11 @@ function errorHtml(row: Row, entry: RowEntry): SafeHtml {
 }
 
 function neighbours(index: RolloutIndex, entry: RowEntry): SafeHtml {
-  const position = index.rows.indexOf(entry);
-  const previous = position > 0 ? index.rows[position - 1] : undefined;
-  const next = position >= 0 ? index.rows[position + 1] : undefined;
-  return html`<nav class="pages"><a href="/">↑ all rollouts</a>${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
+  const order = index.order();
+  const position = order.indexOf(entry.id);
+  const previous = position > 0 ? index.entry(order[position - 1]!) : undefined;
+  const next = position >= 0 && position + 1 < order.length ? index.entry(order[position + 1]!) : undefined;
+  return html`<nav class="pages"><a href="${href('/', { run: index.runParam })}">↑ all rollouts</a>${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
     next ? html`<a href="${detailHref(next)}">next →</a>` : ''
   }</nav>`;
 }
@@ -144,9 +145,11 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
     ['reward', formatReward(entry.reward)],
     ['agent', entry.agent],
     ['attempt', String(entry.attempt)],
-    ['steps', entry.steps || 'none'],
+    ['steps', describeSteps(items) || 'none'],
     ['row', html`<code>${file}:${entry.line}</code>`],
   ];
+  const latencies = Array.isArray(row._ng_step_latency_secs) ? row._ng_step_latency_secs.filter((v): v is number => typeof v === 'number') : [];
+  if (latencies.length > 0) facts.push(['service latency per step', latencies.slice(0, 200).map((v) => `${v}s`).join(', ')]);
   if (response && typeof response.model === 'string') facts.push(['model', response.model]);
   if (response && typeof response.status === 'string') facts.push(['response status', response.status]);
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -25,8 +26,13 @@ const decode = (text: string): string =>
   text.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&').trim();
 
 /** The index table's rows as cell texts: task, rollout, attempt, agent, reward, status, steps, error. */
+/** The "All rollouts" table (the live section has tables of its own). */
+function rolloutsTable(page: string): string {
+  return /<table id="rollouts">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? '';
+}
+
 function tableRows(page: string): string[][] {
-  const body = /<tbody>([\s\S]*)<\/tbody>/.exec(page)?.[1] ?? '';
+  const body = /<tbody>([\s\S]*)<\/tbody>/.exec(rolloutsTable(page))?.[1] ?? '';
   return [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)]
     .map((row) => [...row[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => decode(cell[1]!)))
     .filter((cells) => cells.length > 1)
@@ -34,7 +40,7 @@ function tableRows(page: string): string[][] {
 }
 
 function detailLinks(page: string): string[] {
-  return [...page.matchAll(/<a href="(\/rollout\?[^"]+)">view<\/a>/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
+  return [...rolloutsTable(page).matchAll(/<a href="(\/rollout\?[^"]+)">view<\/a>/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
 }
 
 describe('index page', () => {
@@ -59,6 +65,8 @@ describe('index page', () => {
       '/rollout?file=failures&line=2',
       '/rollout?file=failures&line=1',
     ]);
+    // No status file (a run written by NeMo Gym, say): no latency chart, whatever the failure rows carry.
+    assert.match(text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: per-step service latency comes from &lt;stem&gt;_status\.json/);
   });
 
   test('filters by status through the query string', async () => {
@@ -179,6 +187,7 @@ describe('detail page', () => {
     assert.match(retryable, /failure class remote_agent_error · retryable/);
     assert.match(retryable, /Partial trajectory\s*1\. call lookup/);
     assert.match(retryable, /input_tokens\s*2/);
+    assert.match(retryable, /service latency per step\s*0\.25s/);
 
     const terminal = decode((await get(server, '/rollout?file=failures&line=1')).text);
     assert.match(terminal, /terminal \(never retried\)/);
@@ -200,7 +209,8 @@ describe('untrusted content', () => {
     const server = await serve(writeRun().rollouts);
     const pages = ['/', '/rollout?file=main&line=2', '/rollout?file=failures&line=2'];
     for (const target of pages) {
-      const { text } = await get(server, target);
+      // The viewer's own script is the one script a page may load.
+      const text = (await get(server, target)).text.replace('<script src="/assets/live.js" defer></script>', '');
       assert.doesNotMatch(text, /<script|<b>/i, `${target} must not contain live markup from the files`);
       assert.match(text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/, `${target} shows the text escaped`);
     }
@@ -226,5 +236,59 @@ describe('untrusted content', () => {
     });
     assert.equal(status, 403);
     assert.equal((await get(server, '/')).status, 200);
+  });
+});
+
+describe('live section', () => {
+  const statusOf = (updatedAt: string) => ({
+    version: 1,
+    state: 'running',
+    started_at: updatedAt,
+    updated_at: updatedAt,
+    elapsed_s: 5,
+    stall_warning_secs: 120,
+    totals: { total: 9, done: 5, completed: 3, failed: 2, failed_by_class: { remote_agent_error: 2 }, in_flight: 1, stalled: 1, rollouts_per_s: 1, eta_s: 4, mean_reward: 0.5 },
+    in_flight: [{ task_index: 3, rollout_index: 0, attempt: 1, agent: 'remote_agent', stage: 'running_tool', step: 2, tool: HOSTILE, elapsed_s: 200, since_progress_s: 150, stalled: true }],
+    history: [
+      { t_s: 1, done: 1, completed: 1, failed_by_class: {}, in_flight: 4 },
+      { t_s: 3, done: 5, completed: 3, failed_by_class: { remote_agent_error: 2 }, in_flight: 1 },
+    ],
+    // The second and third entries are malformed and dropped.
+    step_latency_secs: [
+      { step: 1, count: 5, p50: 0.2, p90: 0.5, p99: 0.9 },
+      { step: 'two', count: 3, p50: 0.1, p90: 0.2, p99: 0.3 },
+      { step: 3, count: 0, p50: 0, p90: 0, p99: 0 },
+      { step: 4, count: 2, p50: 0.3, p90: 0.4, p99: 0.4 },
+    ],
+  });
+
+  test('the in-flight table comes from <stem>_status.json (escaped), a status no longer rewritten is flagged, a broken one ignored', async () => {
+    const run = writeRun();
+    const statusFile = path.join(run.dir, 'rollouts_status.json');
+    writeFileSync(statusFile, JSON.stringify(statusOf(new Date().toISOString())));
+    const server = await serve(run.rollouts);
+    const live = await get(server, '/live');
+    assert.equal(live.status, 200);
+    assert.match(live.text, /<tr data-key="3:0:1" class="stalled">/);
+    assert.match(decode(live.text), /running_tool <script>alert\(1\)<\/script>\s*2\s*3m20s\s*2m30s \(stalled\)/);
+    assert.doesNotMatch(live.text, /<script/);
+    assert.match(decode(live.text), /Run running: 5\/9 done · 1 in flight · 1 rollouts\/s · ETA 4\.0s · 1 stalled/);
+    assert.doesNotMatch(live.text, /not updated for/);
+    const page = (await get(server, '/')).text;
+    assert.match(page, /<figure class="chart" data-chart="failures">[\s\S]*?<path d="M[^"]+"[^>]*class="series"><title>remote_agent_error<\/title>/);
+    // Per-step latency is drawn from the status file: p50/p90/p99 over the two valid steps.
+    const latency = /<figure class="chart" data-chart="latency">[\s\S]*?<\/figure>/.exec(page)?.[0] ?? '';
+    assert.deepEqual([...latency.matchAll(/<path d="(M[^"]+)"[^>]*class="series"><title>([^<]+)<\/title>/g)].map((m) => [m[2], m[1]!.split('L').length]), [
+      ['p50 (s)', 2],
+      ['p90 (s)', 2],
+      ['p99 (s)', 2],
+    ]);
+
+    writeFileSync(statusFile, JSON.stringify(statusOf(new Date(Date.now() - 60_000).toISOString())));
+    assert.match(decode((await get(server, '/live')).text), /not updated for 1m00s: the collector may have stopped/);
+
+    writeFileSync(statusFile, '{"state": "running", "in_fl');
+    assert.match(decode((await get(server, '/live')).text), /No live status/);
+    assert.match((await get(server, '/charts')).text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: /);
   });
 });

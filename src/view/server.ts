@@ -1,21 +1,27 @@
 /**
- * `gym view`'s server: the index page and one page per rollout, served by tsgym's own `App`. The index is rebuilt
- * when either file changes (so a run that is still writing can be watched by reloading), and only ever from disk:
- * rows are read back one at a time for the detail page.
+ * `gym view`'s server: the index page (with its live section and charts), one page per rollout, and with a second
+ * run the comparison pages, served by tsgym's own `App`. Each request first brings the index up to date with the
+ * files (only the bytes appended since the last request are read), so a run that is still writing is followed by
+ * the page's own script (/assets/live.js) without reloads; rows are only ever read back from disk.
  */
 import { stat } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
-import { failuresPathFor } from '../collect/paths.js';
 import { App, type GymReply, type GymRequest, type Listening } from '../http/server.js';
+import { runCharts } from './charts.js';
+import { renderComparePage, renderTaskSideBySide } from './compare.js';
 import { html, page } from './html.js';
-import { parseIndexQuery, renderIndexPage, ViewRequestError } from './render-index.js';
+import { LIVE_SCRIPT } from './live-script.js';
+import { liveSection, parseIndexQuery, renderIndexPage, ViewRequestError } from './render-index.js';
 import { renderRolloutPage } from './render-rollout.js';
-import { indexRun, readRow, sameStamp, stampOf, StaleIndexError, type FileStamp, type RolloutIndex, type Source } from './rollout-index.js';
+import { readRow, RolloutIndex, StaleIndexError, type Source } from './rollout-index.js';
+import { readRunStatus } from './status-file.js';
 
 export const DEFAULT_PAGE_SIZE = 500;
 
 export interface ViewServerOptions {
   rolloutsPath: string;
+  /** A second run to compare with (`gym view A.jsonl B.jsonl`): its pages take `run=b`. */
+  comparePath?: string;
   /** Default 127.0.0.1: trajectories may hold private data, so the viewer is local unless asked otherwise. */
   host?: string;
   /** Default 0: a free port. */
@@ -31,36 +37,38 @@ export interface ViewServer {
   port: number;
   rolloutsPath: string;
   failuresPath: string;
-  /** The current index (rebuilt first if a file changed). */
+  /** The current index of the first run (brought up to date first). */
   index(): Promise<RolloutIndex>;
   close(): Promise<void>;
 }
 
-/** The index of the files as they are now, rebuilt only when one of them changed since the last build. */
-class LiveIndex {
-  private built: { index: RolloutIndex; stamps: [FileStamp | undefined, FileStamp | undefined] } | undefined;
-  private building: Promise<RolloutIndex> | undefined;
+/**
+ * How long a request waits for the index to catch up before answering with the rows indexed so far (a big run's
+ * first indexing goes on in the background; its pages say how far it got).
+ */
+const INDEX_WAIT_MS = 1000;
 
-  constructor(
-    private readonly rolloutsPath: string,
-    private readonly failuresPath: string,
-  ) {}
+/** The index of one run, brought up to date with its files on each use (or as far as it got in INDEX_WAIT_MS). */
+async function current(index: RolloutIndex): Promise<RolloutIndex> {
+  const refreshed = index.refresh();
+  refreshed.catch(() => undefined); // a failure after the wait surfaces on the next request
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INDEX_WAIT_MS)));
+  try {
+    await Promise.race([refreshed, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (index.size === 0 && !(await exists(index.rolloutsPath))) throw new ViewRequestError(410, `${index.rolloutsPath} no longer exists.`);
+  return index;
+}
 
-  async get(force = false): Promise<RolloutIndex> {
-    const stamps: [FileStamp | undefined, FileStamp | undefined] = [await stampOf(this.rolloutsPath), await stampOf(this.failuresPath)];
-    if (!force && this.built && sameStamp(this.built.stamps[0], stamps[0]) && sameStamp(this.built.stamps[1], stamps[1])) {
-      return this.built.index;
-    }
-    if (stamps[0] === undefined) throw new ViewRequestError(410, `${this.rolloutsPath} no longer exists.`);
-    this.building ??= indexRun(this.rolloutsPath, stamps[1] !== undefined)
-      .then((index) => {
-        this.built = { index, stamps };
-        return index;
-      })
-      .finally(() => {
-        this.building = undefined;
-      });
-    return this.building;
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -81,8 +89,9 @@ async function requireRolloutsFile(file: string): Promise<void> {
 }
 
 const HEADERS = {
-  // Defence in depth behind the escaping: no script, frame or external resource may run or load.
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  // Defence in depth behind the escaping: no frame or external resource may load, and no script but the viewer's own.
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -90,6 +99,10 @@ const HEADERS = {
 
 function htmlReply(text: string, status = 200): GymReply {
   return { status, raw: text, contentType: 'text/html; charset=utf-8', headers: HEADERS };
+}
+
+function fragmentReply(text: string): GymReply {
+  return { status: 200, raw: text, contentType: 'text/html; charset=utf-8', headers: HEADERS };
 }
 
 function errorPage(status: number, message: string): GymReply {
@@ -141,9 +154,24 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   const host = options.host ?? '127.0.0.1';
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   await requireRolloutsFile(rolloutsPath);
-  const failuresPath = failuresPathFor(rolloutsPath);
-  const live = new LiveIndex(rolloutsPath, failuresPath);
-  await live.get();
+  if (options.comparePath !== undefined) await requireRolloutsFile(options.comparePath);
+  const first = new RolloutIndex(rolloutsPath);
+  const second = options.comparePath === undefined ? undefined : new RolloutIndex(options.comparePath);
+  if (second) second.runParam = 'b';
+  // The first refresh goes on in the background: the server answers at once, pages show how far indexing got.
+  void first.refresh().catch((err: unknown) => options.onError?.(err));
+  void second?.refresh().catch((err: unknown) => options.onError?.(err));
+
+  const runOf = async (query: URLSearchParams): Promise<RolloutIndex> => {
+    const run = query.get('run') ?? 'a';
+    if (run === 'a') return current(first);
+    if (run === 'b' && second) return current(second);
+    throw new ViewRequestError(400, second ? `run must be 'a' or 'b', not '${run}'.` : `run '${run}' does not exist: this viewer shows one run.`);
+  };
+  const both = async (): Promise<[RolloutIndex, RolloutIndex]> => {
+    if (!second) throw new ViewRequestError(404, 'Comparing needs two runs: gym view A.jsonl B.jsonl.');
+    return [await current(first), await current(second)];
+  };
 
   const answer = (build: (req: GymRequest) => Promise<GymReply>) => async (req: GymRequest): Promise<GymReply> => {
     try {
@@ -159,26 +187,60 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   if (isLoopback(host)) app.use(loopbackHostsOnly);
   app.get(
     '/',
-    answer(async (req) => htmlReply(renderIndexPage(await live.get(), parseIndexQuery(req.query), pageSize))),
+    answer(async (req) => {
+      const index = await runOf(req.query);
+      const compareLink = second ? html`<a href="/compare">compare A and B</a>` : undefined;
+      return htmlReply(await renderIndexPage(index, await readRunStatus(index.rolloutsPath), parseIndexQuery(req.query), pageSize, compareLink));
+    }),
+  );
+  app.get(
+    '/live',
+    answer(async (req) => {
+      const index = await runOf(req.query);
+      return fragmentReply(liveSection(index, await readRunStatus(index.rolloutsPath)).text);
+    }),
+  );
+  app.get(
+    '/charts',
+    answer(async (req) => {
+      const index = await runOf(req.query);
+      const charts = runCharts(index, await readRunStatus(index.rolloutsPath));
+      return req.query.get('page') === '1' ? htmlReply(page(`Charts — ${index.rolloutsPath}`, html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>${charts}`)) : fragmentReply(charts.text);
+    }),
+  );
+  // Browsers ask for it on every page; an empty answer instead of a 404 in their consoles.
+  app.get('/favicon.ico', () => ({ status: 204, raw: '', contentType: 'image/x-icon', headers: HEADERS }));
+  app.get('/assets/live.js', () => ({ status: 200, raw: LIVE_SCRIPT, contentType: 'text/javascript; charset=utf-8', headers: HEADERS }));
+  app.get(
+    '/compare',
+    answer(async (req) => {
+      const [a, b] = await both();
+      return htmlReply(renderComparePage(a, b, req.query, pageSize));
+    }),
+  );
+  app.get(
+    '/compare/task',
+    answer(async (req) => {
+      const [a, b] = await both();
+      return htmlReply(await renderTaskSideBySide(a, b, req.query));
+    }),
   );
   app.get(
     '/rollout',
     answer(async (req) => {
       const { source, line } = detailTarget(req.query);
-      for (let attempt = 0; ; attempt++) {
-        const index = await live.get(attempt > 0);
-        const entry = index.find(source, line);
-        if (!entry) {
-          const file = source === 'main' ? rolloutsPath : failuresPath;
-          throw new ViewRequestError(404, `${file} has no readable row on line ${line}.`);
-        }
-        try {
-          return htmlReply(renderRolloutPage(index, entry, await readRow(index, entry)));
-        } catch (err) {
-          // The file was rewritten between the index and the read: index it again once.
-          if (!(err instanceof StaleIndexError)) throw err;
-          if (attempt > 0) throw new ViewRequestError(409, `${err.message}; reload the page.`);
-        }
+      const index = await runOf(req.query);
+      const entry = index.find(source, line);
+      if (!entry) {
+        const file = source === 'main' ? index.rolloutsPath : index.failuresPath;
+        throw new ViewRequestError(404, `${file} has no readable row on line ${line}.`);
+      }
+      try {
+        return htmlReply(renderRolloutPage(index, entry, await readRow(index, entry)));
+      } catch (err) {
+        // The file was rewritten between the refresh and the read: the next request indexes it again.
+        if (!(err instanceof StaleIndexError)) throw err;
+        throw new ViewRequestError(409, `${err.message}; reload the page.`);
       }
     }),
   );
@@ -187,8 +249,11 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     url: listening.url,
     port: listening.port,
     rolloutsPath,
-    failuresPath,
-    index: () => live.get(),
+    failuresPath: first.failuresPath,
+    index: async () => {
+      await first.refresh();
+      return first;
+    },
     close: () => listening.close(),
   };
 }

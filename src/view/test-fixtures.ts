@@ -12,7 +12,7 @@ function params(text: string): Row {
   };
 }
 
-function success(task: number, rollout: number, reward: number, output: unknown[], input = `task ${task}`): Row {
+export function success(task: number, rollout: number, reward: number, output: unknown[], input = `task ${task}`): Row {
   return {
     responses_create_params: params(input),
     response: {
@@ -30,7 +30,7 @@ function success(task: number, rollout: number, reward: number, output: unknown[
   };
 }
 
-function failure(task: number, rollout: number, error: string, terminal: boolean, partial?: unknown[]): Row {
+export function failure(task: number, rollout: number, error: string, terminal: boolean, partial?: unknown[]): Row {
   return {
     responses_create_params: params(`task ${task}`),
     response: { id: 'remote_agent_failure', object: 'response', output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '' }] }] },
@@ -38,7 +38,9 @@ function failure(task: number, rollout: number, error: string, terminal: boolean
     error,
     _ng_failure_class: 'remote_agent_error',
     ...(terminal ? { _ng_failure_terminal: true } : {}),
-    ...(partial ? { _ng_partial_response: { id: 'partial', object: 'response', output: partial, usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 } } } : {}),
+    ...(partial
+      ? { _ng_partial_response: { id: 'partial', object: 'response', output: partial, usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 } }, _ng_step_latency_secs: [0.25] }
+      : {}),
     _ng_task_index: task,
     _ng_rollout_index: rollout,
     _ng_attempt_index: 1,

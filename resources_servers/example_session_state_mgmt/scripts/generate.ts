@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
+import { seededRandom } from '../../../src/seeded-random.js';
 import { COUNTER_TOOLS } from '../tools.js';
 
 /**
@@ -20,21 +21,9 @@ export interface CounterRow {
   initial_count: number;
 }
 
-/** mulberry32: tiny, fast, and identical on every platform, which is all a reproducible data set needs. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The JSON lines (without newline), one per row, in order. */
 export function* counterRowLines(rows: number, seed: number): Generator<string> {
-  const random = prng(seed);
+  const random = seededRandom(seed);
   const int = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));
   for (let i = 0; i < rows; i++) {
     const initial = int(0, 100);

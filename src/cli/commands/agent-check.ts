@@ -1,5 +1,7 @@
 import { normalizeAgentBaseUrl } from '../../../responses_api_agents/remote_agent/config.js';
+import { parseServiceAuth, type ServiceAuth } from '../../../responses_api_agents/remote_agent/service-auth.js';
 import { runAgentCheck } from '../../check/agent-check.js';
+import { DEFAULT_MAX_ROWS, loadRowProbes } from '../../check/row-probes.js';
 import { formatReport } from '../../check/format.js';
 import { closeMatches } from '../../config/did-you-mean.js';
 import { parseOverrideValue } from '../../config/override-grammar.js';
@@ -12,6 +14,13 @@ const SETTINGS = {
   timeout_secs: 60,
   max_steps: 8,
   verbose: false,
+  /** Empty: unset. */
+  ca_file: '',
+  api_key_env: '',
+  /** A dataset JSONL whose rows are the probes (`--rows`); empty: the counter conversations. */
+  rows: '',
+  /** With rows: probe at most this many (the first ones). */
+  max_rows: DEFAULT_MAX_ROWS,
 };
 type Settings = typeof SETTINGS;
 
@@ -37,12 +46,33 @@ export async function agentCheck(cmd: ParsedCommand, io: AgentCheckIo = process)
     throw err;
   }
   const settings = readSettings(cmd.overrides);
+  const rows = settings.rows ? await loadRowProbes(settings.rows, settings.max_rows) : undefined;
   const report = await runAgentCheck(baseUrl, {
     timeoutMs: settings.timeout_secs * 1000,
     maxSteps: settings.max_steps,
+    auth: checkAuth(settings),
+    ...(rows ? { rows } : {}),
   });
   io.stdout.write(settings.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return report.ok ? 0 : 1;
+}
+
+/** The credential and CA to probe with, checked as the remote agent checks its own (errors are usage errors). */
+function checkAuth(settings: Settings): ServiceAuth {
+  const flag = (key: string): string => (key === 'agent_ca_file' ? '--ca-file' : '--api-key-env');
+  try {
+    return parseServiceAuth(
+      {
+        ...(settings.api_key_env ? { agent_api_key_env: settings.api_key_env } : {}),
+        ...(settings.ca_file ? { agent_ca_file: settings.ca_file } : {}),
+      },
+      flag,
+      process.env,
+    );
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 function readSettings(overrides: readonly string[]): Settings {
@@ -65,11 +95,13 @@ function readSettings(overrides: readonly string[]): Settings {
       value = text;
     }
     const name = key as keyof Settings;
-    if (typeof SETTINGS[name] === 'boolean') {
+    if (typeof SETTINGS[name] === 'string') {
+      (settings as Record<string, unknown>)[name] = String(value);
+    } else if (typeof SETTINGS[name] === 'boolean') {
       if (typeof value !== 'boolean') throw new UsageError(`+${key} must be true or false, got '${text}'.`);
       (settings as Record<string, unknown>)[name] = value;
     } else {
-      const isCount = name === 'max_steps';
+      const isCount = name === 'max_steps' || name === 'max_rows';
       const ok = typeof value === 'number' && Number.isFinite(value) && value > 0 && (!isCount || Number.isInteger(value));
       if (!ok) throw new UsageError(`+${key} must be ${isCount ? 'an integer ≥ 1' : 'a number of seconds > 0'}, got '${text}'.`);
       (settings as Record<string, unknown>)[name] = value;

@@ -7,6 +7,7 @@ import {
   withHealth,
 } from '../../env/head-client.js';
 import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../env/supervisor.js';
+import { describeExit } from '../../env/server-process.js';
 import type { InstanceRecord } from '../../server/head-server.js';
 import type { ParsedCommand } from '../argv.js';
 
@@ -48,7 +49,8 @@ export async function envStart(cmd: ParsedCommand): Promise<number> {
     const reason = await env.done;
     if (reason.kind === 'server_exited') {
       process.stderr.write(
-        `Error: server '${reason.name}' stopped unexpectedly, so the environment was shut down. ` +
+        `Error: server '${reason.name}' kept exiting (${reason.restarts} restart(s) within the crash-loop window, then ` +
+          `it ${describeExit(reason.exit)} again), so the environment was shut down. ` +
           `${formatTail(reason.tail, reason.logFile)}\n`,
       );
       return 1;
@@ -92,6 +94,7 @@ export async function envStatus(cmd: ParsedCommand): Promise<number> {
       `    pid: ${server.pid ?? 'null'}`,
       `    uptime: ${server.uptime_seconds === null ? 'unknown' : formatUptime(server.uptime_seconds)}`,
       ...(server.status === 'success' ? [] : [`    status: ${server.status}`]),
+      ...(server.restarts === undefined ? [] : [`    restarts: ${server.restarts}${server.last_exit ? ` (last exit: ${server.last_exit})` : ''}`]),
     );
   });
   lines.push('', `${servers.length} servers found (${healthy} healthy, ${servers.length - healthy} unhealthy)`);

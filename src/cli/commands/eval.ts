@@ -37,7 +37,7 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const { agentDirectoryFromHead } = await agentLookup();
     const agents = await agentDirectoryFromHead(config.head);
     const { collectWithBackend } = await dispatching();
-    return collectWithBackend(local, { config, agents, io: collectIO() });
+    return collectWithBackend(local, { config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
   }
   return runWithEnvironment(cmd);
 }
@@ -69,17 +69,31 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
     const agents = agentDirectoryFromConfig(local, `the environment started from ${describeConfigPaths(local)}`);
     const serverDied = environment.done.then((reason) => {
       if (reason.kind === 'server_exited') {
-        throw new ConfigError(`Server '${reason.name}' exited during collection; the rollouts so far are on disk. Fix it and rerun with --resume.`, 'GYM_SERVER_EXITED');
+        throw new ConfigError(
+          `Server '${reason.name}' kept exiting during collection (a crash loop: ${reason.restarts} restart(s) did not keep it up; ` +
+            `see ${reason.logFile}); the rollouts so far are on disk. Fix it and rerun with --resume.`,
+          'GYM_SERVER_EXITED',
+        );
       }
       return new Promise<never>(() => {});
     });
     serverDied.catch(() => undefined); // a late death (after the race is decided) must not crash the process
-    return await Promise.race([collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal }), serverDied]);
+    return await Promise.race([collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() }), serverDied]);
   } finally {
     await environment?.stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** This very command line with resume switched on, shell-quoted, for messages that end a run early. */
+function resumeCommandLine(): string {
+  const args = process.argv.slice(2);
+  const resuming = args.some((arg) => arg === '--resume' || /^\+*resume_from_cache=true$/.test(arg));
+  const quoted = [...args.filter((arg) => arg !== '++overwrite=true' && arg !== '+overwrite=true'), ...(resuming ? [] : ['+resume_from_cache=true'])].map(
+    (arg) => (/^[\w@%+=:,./[\]-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`),
+  );
+  return `gym ${quoted.join(' ')}`;
 }
 
 function describeConfigPaths(config: GlobalConfig): string {

@@ -94,4 +94,17 @@ describe('gym quickstart', () => {
     assert.equal(run.code, 1);
     assert.match(run.stderr, /--model-url/);
   });
+
+  test('--env counter runs the counter entry of the environment table: 5 rollouts, mean reward 1.0', async () => {
+    const run = await runQuickstart(['--env', 'counter']);
+    assertFiveOfFive(run);
+    assert.match(run.stdout, /^Environment: counter environment \+ remote agent ready in /m);
+  });
+
+  test('an unknown --env is a usage error (exit 2) listing the environments the quickstart knows', async () => {
+    const run = await runQuickstart(['--env', 'chess']);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--env chess is not an environment the quickstart knows: choose one of counter\b/);
+    assert.doesNotMatch(run.stderr, /\n\s+at /);
+  });
 });

@@ -1,18 +1,24 @@
 /**
- * `gym quickstart`: the whole product in one command, offline. It starts the bundled counter-task agent service,
- * the counter environment and the remote agent (each on a free port), collects the 5 example tasks, profiles them,
- * shows one trajectory, says where everything is, and stops everything it started.
+ * `gym quickstart [--env NAME]`: the whole product in one command, offline. For the chosen environment (the
+ * counter by default; the table is `quickstart-environments.ts`) it starts the example agent service that solves
+ * its example rows, the environment and the remote agent (each on a free port), collects the example rows,
+ * profiles them, shows one trajectory, says where everything is, and stops everything it started.
  */
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
-import { findFreePort, installRoot, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
-import { ConfigError } from '../../errors.js';
+import { findFreePort, installRoot, loadGlobalConfig } from '../../config/index.js';
+import { UsageError } from '../../errors.js';
 import type { ParsedCommand } from '../argv.js';
+import {
+  DEFAULT_QUICKSTART_ENVIRONMENT,
+  findQuickstartEnvironment,
+  QUICKSTART_ENVIRONMENTS,
+  stringSetting,
+  type QuickstartEnvironment,
+} from './quickstart-environments.js';
 
-const EXAMPLE_TASKS = 'resources_servers/example_session_state_mgmt/data/example.jsonl';
-const AGENT = 'remote_agent';
 const DEFAULT_OUTPUT = 'results/quickstart/rollouts.jsonl';
 
 const say = (line = ''): void => void process.stdout.write(`${line}\n`);
@@ -21,9 +27,9 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
   const started = performance.now();
   const settings = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
   const output = stringSetting(settings, 'output_jsonl_fpath') ?? DEFAULT_OUTPUT;
+  const chosen = chooseEnvironment(stringSetting(settings, 'quickstart_env') ?? DEFAULT_QUICKSTART_ENVIRONMENT);
 
-  const { startCounterPlannerService } = await import('../../../examples/counter-planner/index.js');
-  const service = await startCounterPlannerService(serviceOptions(settings));
+  const service = await chosen.startService(settings);
   say(`Agent service: ${service.brainName} at ${service.url}`);
 
   let environment: { stop(): Promise<void>; kill(): void; logDir: string } | undefined;
@@ -38,12 +44,12 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
   try {
     const config = await loadGlobalConfig({
       overrides: [
-        `+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')}]`,
-        `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+        `+config_paths=[${path.join(installRoot(), chosen.config)}]`,
+        `++${chosen.agentName}.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
         `++head_server.port=${await findFreePort()}`,
-        `+input_jsonl_fpath=${path.join(installRoot(), EXAMPLE_TASKS)}`,
+        `+input_jsonl_fpath=${path.join(installRoot(), chosen.exampleData)}`,
         `+output_jsonl_fpath=${output}`,
-        `+agent_name=${AGENT}`,
+        `+agent_name=${chosen.agentName}`,
         '++overwrite=true',
       ],
     });
@@ -52,7 +58,7 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     // Server output goes to the log files only: the quickstart's own lines are the story.
     const running = await startEnvironment(config, { out: discard() });
     environment = running;
-    say(`Environment: counter environment + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`);
+    say(`Environment: ${chosen.displayName} + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`);
     say('');
 
     const { parseCollectionConfig } = await import('../../collect/config.js');
@@ -105,34 +111,11 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
   }
 }
 
-function serviceOptions(settings: GlobalConfig) {
-  const brain = stringSetting(settings, 'brain') ?? 'planner';
-  if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai') {
-    throw new ConfigError(`--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`);
-  }
-  if (brain === 'claude') {
-    const model = stringSetting(settings, 'policy_model_name');
-    return { brain, ...(model ? { claude: { model } } : {}) } as const;
-  }
-  if (brain === 'openai') {
-    const modelUrl = stringSetting(settings, 'policy_base_url');
-    const model = stringSetting(settings, 'policy_model_name');
-    if (!modelUrl || !model) {
-      throw new ConfigError(
-        '--brain openai needs the model server: add --model-url <OpenAI-compatible base URL, e.g. http://localhost:8000/v1> ' +
-          'and --model <model name>; the API key comes from --model-api-key or the OPENAI_API_KEY environment variable.',
-      );
-    }
-    const apiKey = stringSetting(settings, 'policy_api_key') ?? process.env.OPENAI_API_KEY;
-    return { brain, openai: { modelUrl, model, ...(apiKey ? { apiKey } : {}) } } as const;
-  }
-  return { brain } as const;
-}
-
-function stringSetting(config: GlobalConfig, key: string): string | undefined {
-  const value = config[key];
-  if (value === undefined || value === null || value === '') return undefined;
-  return String(value);
+function chooseEnvironment(name: string): QuickstartEnvironment {
+  const found = findQuickstartEnvironment(name);
+  if (found) return found;
+  const known = QUICKSTART_ENVIRONMENTS.map((entry) => entry.name).join(', ');
+  throw new UsageError(`--env ${name} is not an environment the quickstart knows: choose one of ${known}.`);
 }
 
 interface Trajectory {

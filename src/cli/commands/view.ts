@@ -1,5 +1,6 @@
 /**
- * `gym view <rollouts.jsonl>`: serve a local, read-only viewer of a run's rollouts and failures until Ctrl-C.
+ * `gym view <rollouts.jsonl> [<other.jsonl>]`: serve a local, read-only viewer of a run's rollouts and failures
+ * (live while the run writes), or of two runs compared task by task, until Ctrl-C.
  */
 import { closeMatches } from '../../config/did-you-mean.js';
 import { parseOverrideValue } from '../../config/override-grammar.js';
@@ -20,24 +21,27 @@ export interface ViewIo {
 }
 
 export async function view(cmd: ParsedCommand, io: ViewIo = process): Promise<number> {
-  const [file, ...extra] = cmd.positionals;
+  const [file, other, ...extra] = cmd.positionals;
   if (file === undefined) throw new UsageError('gym view needs the rollouts file, e.g. gym view results/rollouts.jsonl');
-  if (extra.length > 0) throw new UsageError(`gym view takes one rollouts file; unexpected: ${extra.join(' ')}`);
+  if (extra.length > 0) throw new UsageError(`gym view takes one rollouts file, or two to compare; unexpected: ${extra.join(' ')}`);
   const settings = readSettings(cmd.overrides);
 
   const { startViewServer } = await import('../../view/server.js');
   const server = await startViewServer({
     rolloutsPath: file,
+    ...(other !== undefined ? { comparePath: other } : {}),
     host: settings.host,
     port: settings.port,
     onError: (err) => void io.stderr.write(`gym view: ${settings.verbose && err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`),
   });
+  if (other !== undefined) io.stdout.write(`Comparing ${file} (A) with ${other} (B) at ${server.url}/compare\n`);
+  else io.stdout.write(`Viewing ${file} at ${server.url}\n`);
+  // The server answers while the first indexing runs; the counts follow once it is done.
   const index = await server.index();
   const { ok, failed, failedTerminal } = index.counts;
-  io.stdout.write(`Viewing ${file}${index.failuresPresent ? ' (+ failures)' : ''} at ${server.url}\n`);
   io.stdout.write(
-    `${ok + failed + failedTerminal} rollouts: ${ok} ok, ${failed} failed, ${failedTerminal} failed-terminal` +
-      `${index.skipped.length > 0 ? `, ${index.skipped.length} unreadable lines skipped` : ''}. Press Ctrl-C to stop.\n`,
+    `${ok + failed + failedTerminal} rollouts${index.failuresPresent ? ' (with the failures sidecar)' : ''}: ${ok} ok, ${failed} failed, ${failedTerminal} failed-terminal` +
+      `${index.skippedCount > 0 ? `, ${index.skippedCount} unreadable lines skipped` : ''}. Press Ctrl-C to stop.\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = (): void => {

@@ -1,0 +1,9 @@
+/**
+ * The workplace solver as an agent service (deterministic, not a model):
+ *
+ *   node dist/examples/workplace-solver/service.js --port 9000 [--host 0.0.0.0]
+ */
+import { runExampleService } from '../service-main.js';
+import { startWorkplaceSolverService } from './index.js';
+
+await runExampleService(startWorkplaceSolverService);

@@ -1,0 +1,21 @@
+import unittest
+
+from roman import to_roman
+
+
+class RomanTest(unittest.TestCase):
+    def test_simple(self):
+        self.assertEqual(to_roman(3), 'III')
+        self.assertEqual(to_roman(8), 'VIII')
+
+    def test_subtractive(self):
+        self.assertEqual(to_roman(4), 'IV')
+        self.assertEqual(to_roman(9), 'IX')
+        self.assertEqual(to_roman(40), 'XL')
+
+    def test_year(self):
+        self.assertEqual(to_roman(1994), 'MCMXCIV')
+
+
+if __name__ == '__main__':
+    unittest.main()

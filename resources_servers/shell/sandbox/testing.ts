@@ -1,0 +1,47 @@
+/**
+ * Helpers the shell environment's tests share: whether this machine can run the sandboxes at all (root, bwrap),
+ * the processes that run under a uid or mention a path, mount points under a dir, and polling with a deadline.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { hostProcesses } from './sandbox.js';
+
+/** Why the sandbox tests cannot run here, or undefined when they can. */
+export function sandboxTestsUnavailable(): string | undefined {
+  if (process.platform !== 'linux') return 'bubblewrap sandboxes need Linux';
+  if (process.getuid?.() !== 0) return 'the shell environment runs as root (per-session uids and tmpfs quotas)';
+  try {
+    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'bubblewrap (bwrap) is not installed';
+  }
+  return undefined;
+}
+
+/** Pids of the processes running as host uid `uid`. */
+export function pidsOfUid(uid: number): number[] {
+  return hostProcesses().filter((proc) => proc.uid === uid).map((proc) => proc.pid);
+}
+
+/** Pids of the processes whose command line mentions `text` (a sandbox's bwrap names its work dir). */
+export function pidsMentioning(text: string): number[] {
+  return hostProcesses().filter((proc) => proc.cmdline.includes(text) && proc.pid !== process.pid).map((proc) => proc.pid);
+}
+
+/** Mount points at or under `dir`. */
+export function mountsUnder(dir: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((point) => point === dir || point.startsWith(`${dir}/`));
+}
+
+/** Poll `condition` until it holds or `timeoutMs` passes; returns whether it held. */
+export async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { z } from 'zod';
+import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
+import { request } from '../../src/http/client.js';
+import { tool } from '../../src/server/resources-server.js';
+import { finalAnswer, functionCall, reply, toolAsk } from '../../src/testing/index.js';
+import type { AgentStatusBody } from './status.js';
+import { basicRow, startHarness, type Harness } from './test-harness.js';
+
+const harnesses: Harness[] = [];
+after(async () => {
+  for (const harness of harnesses) await harness.close();
+});
+
+function gate(): { open: () => void; wait: Promise<void> } {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => (open = resolve));
+  return { open, wait };
+}
+
+async function status(harness: Harness): Promise<AgentStatusBody> {
+  const res = await request(`${harness.url}/status`, { method: 'GET', timeoutMs: 5000 });
+  assert.equal(res.status, 200);
+  return res.json() as AgentStatusBody;
+}
+
+/** Polls GET /status until `check` holds (bounded). */
+async function until(harness: Harness, what: string, check: (body: AgentStatusBody) => boolean): Promise<AgentStatusBody> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const body = await status(harness);
+    if (check(body)) return body;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last /status: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const stageOf = (body: AgentStatusBody, task: number) => body.rollouts.find((r) => r.task_index === task);
+
+test('GET /status follows each in-flight rollout: queued, retrying_overload, running_tool NAME, verifying; then it is gone', async () => {
+  const toolGate = gate();
+  const verifyGate = gate();
+  const harness = await startHarness({
+    config: { concurrency: 1 },
+    service: [reply.status(429, 'busy', { headers: { 'retry-after': '1' } }), toolAsk(functionCall('slow_lookup', {}, 'c1')), finalAnswer('42'), finalAnswer('42')],
+    env: {
+      tools: { slow_lookup: tool(z.looseObject({}), async () => (await toolGate.wait, { found: true })) },
+      verify: async (body) => {
+        if (body._ng_task_index === 0) await verifyGate.wait;
+        return { reward: 1 };
+      },
+    },
+  });
+  harnesses.push(harness);
+  // Task 0 is sent as tsgym's collector sends it, asking for step latencies; task 1 as any other caller.
+  const first = harness.post('/run', basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }), { [STEP_LATENCY_HEADER]: '1' }).then((res) => res.body as Record<string, unknown>);
+  const second = harness.run(basicRow('q', { _ng_task_index: 1, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
+
+  const overloaded = await until(harness, 'task 0 retrying after the 429', (body) => stageOf(body, 0)?.stage === 'retrying_overload');
+  assert.equal(overloaded.in_flight, 2);
+  assert.equal(overloaded.truncated, 0);
+  // Task 1 waits for the single slot; its attempt is reported as sent.
+  assert.deepEqual({ ...stageOf(overloaded, 1), elapsed_s: 0, since_progress_s: 0 }, {
+    task_index: 1,
+    rollout_index: 0,
+    attempt: 2,
+    stage: 'queued',
+    step: 0,
+    tool: null,
+    elapsed_s: 0,
+    since_progress_s: 0,
+  });
+  assert.equal(stageOf(overloaded, 0)!.step, 1);
+
+  const tooling = await until(harness, 'task 0 running its tool', (body) => stageOf(body, 0)?.stage === 'running_tool');
+  assert.equal(stageOf(tooling, 0)!.tool, 'slow_lookup');
+  assert.equal(stageOf(tooling, 0)!.step, 1);
+  toolGate.open();
+  await until(harness, 'task 0 verifying', (body) => stageOf(body, 0)?.stage === 'verifying');
+  verifyGate.open();
+
+  const [row0, row1] = await Promise.all([first, second]);
+  assert.equal(row0.reward, 1);
+  assert.equal(row1.reward, 1);
+  assert.deepEqual(await status(harness), { in_flight: 0, truncated: 0, rollouts: [] });
+  // Step 1 includes the overload wait (Retry-After: 1); step 2 answered at once.
+  const latencies = row0._ng_step_latency_secs as number[];
+  assert.equal(latencies.length, 2);
+  assert.ok(latencies[0]! >= 1, `step 1 took ${latencies[0]}s`);
+  // Not asked (as by a NeMo Gym collector): no latencies; the result is the verify response (C4, run.test.ts).
+  assert.equal('_ng_step_latency_secs' in row1, false);
+});

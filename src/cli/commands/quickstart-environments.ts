@@ -1,0 +1,129 @@
+/**
+ * The environments `gym quickstart --env NAME` can run: for each, the config that declares the environment and a
+ * `remote_agent` wired to it, the example rows, and the example service that solves them. The quickstart itself
+ * is generic over this table; adding an environment to it is adding one entry here (its modules are imported
+ * only when that entry is chosen, so the quickstart's start-up does not grow with the table).
+ */
+import type { GlobalConfig } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+
+/** The example agent service an entry starts (each call to its `startService`). */
+export interface QuickstartService {
+  url: string;
+  /** What answers, as reported in every response's `model` and printed by the quickstart. */
+  brainName: string;
+  close(): Promise<void>;
+}
+
+export interface QuickstartEnvironment {
+  /** The `--env` value. */
+  name: string;
+  /** How the quickstart names it: `Environment: <displayName> + remote agent ready …`. */
+  displayName: string;
+  /**
+   * The config, relative to the install root: it declares the environment's server and an agent named
+   * `agentName` (a `remote_agent`) whose `resources_server` points at it. The quickstart sets the agent's
+   * `agent_base_url` to the example service and the head server's port.
+   */
+  config: string;
+  /** The agent instance in `config`. */
+  agentName: string;
+  /** The example rows, relative to the install root: every row must end at reward 1.0 with the example service. */
+  exampleData: string;
+  /** Starts the example service on a free loopback port; `settings` holds the quickstart's flags (`brain`, …). */
+  startService(settings: GlobalConfig): Promise<QuickstartService>;
+}
+
+export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
+  {
+    name: 'counter',
+    displayName: 'counter environment',
+    config: 'counter_remote.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/example_session_state_mgmt/data/example.jsonl',
+    startService: async (settings) => {
+      const { startCounterPlannerService } = await import('../../../examples/counter-planner/index.js');
+      return startCounterPlannerService(counterServiceOptions(settings));
+    },
+  },
+  {
+    name: 'workplace',
+    displayName: 'workplace environment',
+    config: 'resources_servers/workplace/configs/workplace.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/workplace/data/example.jsonl',
+    startService: async (settings) => {
+      plannerOnly(settings, 'workplace', 'examples/workplace-solver');
+      return (await import('../../../examples/workplace-solver/index.js')).startWorkplaceSolverService();
+    },
+  },
+  {
+    name: 'math',
+    displayName: 'math environment',
+    config: 'resources_servers/math/configs/math.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/math/data/example.jsonl',
+    startService: async (settings) => {
+      plannerOnly(settings, 'math', 'examples/math-solver');
+      return (await import('../../../examples/math-solver/index.js')).startMathSolver();
+    },
+  },
+  {
+    name: 'shell',
+    displayName: 'shell environment (bubblewrap sandboxes)',
+    config: 'resources_servers/shell/configs/shell.yaml',
+    agentName: 'remote_agent',
+    exampleData: 'resources_servers/shell/data/example.jsonl',
+    startService: async (settings) => {
+      plannerOnly(settings, 'shell', 'examples/shell-solver');
+      return (await import('../../../examples/shell-solver/index.js')).startShellSolver();
+    },
+  },
+  // Further environments: one entry each, same shape.
+];
+
+export const DEFAULT_QUICKSTART_ENVIRONMENT = 'counter';
+
+export function findQuickstartEnvironment(name: string): QuickstartEnvironment | undefined {
+  return QUICKSTART_ENVIRONMENTS.find((entry) => entry.name === name);
+}
+
+/** Environments whose quickstart runs a deterministic solver refuse a model brain rather than ignore it. */
+function plannerOnly(settings: GlobalConfig, env: string, solver: string): void {
+  const brain = stringSetting(settings, 'brain') ?? 'planner';
+  if (brain !== 'planner') {
+    throw new ConfigError(`--env ${env} runs its deterministic solver (${solver}) only; drop --brain ${brain}.`);
+  }
+}
+
+/** The counter service's brain from `--brain` (planner, offline by default; claude; openai with its model flags). */
+function counterServiceOptions(settings: GlobalConfig) {
+  const brain = stringSetting(settings, 'brain') ?? 'planner';
+  if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai') {
+    throw new ConfigError(`--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`);
+  }
+  if (brain === 'claude') {
+    const model = stringSetting(settings, 'policy_model_name');
+    return { brain, ...(model ? { claude: { model } } : {}) } as const;
+  }
+  if (brain === 'openai') {
+    const modelUrl = stringSetting(settings, 'policy_base_url');
+    const model = stringSetting(settings, 'policy_model_name');
+    if (!modelUrl || !model) {
+      throw new ConfigError(
+        '--brain openai needs the model server: add --model-url <OpenAI-compatible base URL, e.g. http://localhost:8000/v1> ' +
+          'and --model <model name>; the API key comes from --model-api-key or the OPENAI_API_KEY environment variable.',
+      );
+    }
+    const apiKey = stringSetting(settings, 'policy_api_key') ?? process.env.OPENAI_API_KEY;
+    return { brain, openai: { modelUrl, model, ...(apiKey ? { apiKey } : {}) } } as const;
+  }
+  return { brain } as const;
+}
+
+/** A flag's value from the settings, undefined when unset or empty. */
+export function stringSetting(config: GlobalConfig, key: string): string | undefined {
+  const value = config[key];
+  if (value === undefined || value === null || value === '') return undefined;
+  return String(value);
+}

@@ -1,0 +1,166 @@
+/**
+ * D20 end to end with real processes: `gym env start` runs the counter environment and the remote agent, `gym eval
+ * run --no-serve` collects a few hundred counter rows against it, and one server is SIGKILLed mid-collection.
+ * The supervisor restarts it on the same port and the run completes without a new `gym env start`: every (task,
+ * rollout) exactly once across the two files, every failure retryable, and a resume against the same environment
+ * then leaves every rollout completed exactly once.
+ * - The agent killed: the collector waits for it instead of failing undelivered rows, so there are no more failure
+ *   rows than rollouts in flight at the kill.
+ * - The environment killed while every rollout in flight holds a session on it and waits at the service: those
+ *   sessions die with it, so each of those rollouts fails as retryable when its next tool call reaches the restarted
+ *   process (the boot id changed) instead of being scored on a fresh, empty session; with the counter planner,
+ *   every completed row has reward 1.0.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, test, type TestContext } from 'node:test';
+import { createCounterPlanner } from '../../examples/counter-planner/index.js';
+import { counterRowLines } from '../../resources_servers/example_session_state_mgmt/scripts/generate.js';
+import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor } from '../collect/cli-harness.js';
+import { findFreePort } from '../config/index.js';
+import { serve, type Decide, type RunningService } from '../service/index.js';
+import { waitUntilAnswering } from './readiness.js';
+import { eventually, isAlive, processesWithMarker, serverInstances, waitForEnvironment } from './testing-fixtures.js';
+
+const ROWS = 400;
+const CONCURRENCY = 16;
+const marker = randomUUID();
+const env = { TSGYM_TEST_MARKER: marker };
+const planner = gatedPlanner();
+let service: RunningService | undefined;
+after(() => service?.close());
+
+const AGENT = 'remote_agent';
+const ENVIRONMENT = 'example_session_state_mgmt_resources_server';
+
+test('SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once', { timeout: 60_000 }, (t) =>
+  killMidCollection(t, AGENT));
+
+test('SIGKILL of the environment mid-collection: rollouts of the lost sessions are retried, never scored', { timeout: 60_000 }, (t) =>
+  killMidCollection(t, ENVIRONMENT));
+
+async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof ENVIRONMENT): Promise<void> {
+  service ??= await serve(planner.decide, { port: 0 });
+  const dir = tempDir('tsgym-crash-');
+  writeFileSync(path.join(dir, 'in.jsonl'), `${[...counterRowLines(ROWS, 11)].join('\n')}\n`);
+  const headPort = await findFreePort();
+  const head = [`++head_server.port=${headPort}`];
+  const environment = spawnGym(
+    [
+      'env',
+      'start',
+      '+config_paths=[counter_remote.yaml]',
+      `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+      `++remote_agent.responses_api_agents.remote_agent.concurrency=${CONCURRENCY}`,
+      `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+      ...head,
+    ],
+    { cwd: dir, env },
+  );
+  t.after(async () => {
+    environment.child.kill('SIGINT');
+    await environment.result;
+  });
+  await waitForEnvironment(headPort);
+  const before = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
+
+  const args = ['eval', 'run', '--no-serve', '-a', 'remote_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `+num_samples_in_parallel=${CONCURRENCY}`, ...head];
+  const collection = spawnGym(args, { cwd: dir, env });
+  const rollouts = path.join(dir, 'r.jsonl');
+  await waitFor(() => lineCount(rollouts) >= 40, 'the collection to be under way', 20_000);
+  let doneAtKill: number;
+  if (killed === AGENT) {
+    process.kill(before.pid!, 'SIGKILL');
+    doneAtKill = lineCount(rollouts);
+  } else {
+    // Every rollout in flight holds a session on the environment (seeded, incremented) and waits at the service.
+    planner.hold();
+    await waitFor(() => planner.parked === CONCURRENCY, 'every rollout in flight to wait at the service', 10_000);
+    doneAtKill = lineCount(rollouts);
+    process.kill(before.pid!, 'SIGKILL');
+    await restartedAndAnswering(headPort, killed, 10_000);
+    planner.release();
+  }
+  const res = await collection.result;
+  assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
+  assert.ok(doneAtKill < ROWS, 'the kill came after the collection had finished');
+
+  const completed = readJsonl(rollouts);
+  const failures = readJsonl(path.join(dir, 'r_failures.jsonl'));
+  const all = keysOf([...completed, ...failures]);
+  assert.equal(new Set(all).size, ROWS, 'a (task, rollout) is missing or written twice');
+  assert.equal(all.length, ROWS);
+  const scoredOnLostSession = completed.filter((row) => row.reward !== 1);
+  assert.equal(scoredOnLostSession.length, 0, `completed rows not scored 1.0: ${JSON.stringify(scoredOnLostSession.slice(0, 3))}`);
+  if (killed === AGENT) {
+    assert.ok(failures.length <= CONCURRENCY, `${failures.length} failure rows, more than the ${CONCURRENCY} rollouts in flight at the kill`);
+  } else {
+    // Exactly the rollouts whose sessions died: their next tool call reached the restarted process.
+    assert.equal(failures.length, CONCURRENCY);
+    for (const failure of failures) assert.match(String(failure.error), new RegExp(`the resources server '${ENVIRONMENT}' restarted during this rollout`));
+  }
+  for (const failure of failures) assert.equal(failure._ng_failure_terminal, undefined, String(failure.error));
+  t.diagnostic(`killed ${killed} with ${doneAtKill} of ${ROWS} rollouts written; ${failures.length} failure row(s) after the restart`);
+
+  // The same environment, restarted in place, is what the collection finished against: no new `gym env start`.
+  const restarted = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
+  assert.equal(restarted.url, before.url);
+  assert.notEqual(restarted.pid, before.pid);
+  assert.ok(isAlive(restarted.pid!));
+  assert.equal(restarted.restarts, 1);
+  assert.match(restarted.last_exit ?? '', /^was killed by SIGKILL/);
+  const status = await runGym(['env', 'status', ...head], { cwd: dir, env });
+  assert.match(status.stdout, /restarts: 1 \(last exit: was killed by SIGKILL at /);
+
+  const resumed = await runGym([...args, '+resume_from_cache=true'], { cwd: dir, env });
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.equal(new Set(keysOf(readJsonl(rollouts))).size, ROWS);
+  assert.equal(lineCount(rollouts), ROWS);
+
+  environment.child.kill('SIGINT');
+  await environment.result;
+  await eventually(() => processesWithMarker(marker).length === 0, 5_000, 'no server is left');
+}
+
+/** The incremental counter planner, which can park every rollout's later calls (step 2 on) until released. */
+function gatedPlanner() {
+  const plan = createCounterPlanner({ incremental: true });
+  let gate: Promise<void> | undefined;
+  let open = (): void => {};
+  let parked = 0;
+  const decide: Decide = async (conversation, tools, ctx) => {
+    if (gate && ctx.step > 1) {
+      parked++;
+      await gate;
+      parked--;
+    }
+    return plan(conversation, tools, ctx);
+  };
+  return {
+    decide,
+    get parked() {
+      return parked;
+    },
+    hold(): void {
+      gate = new Promise((resolve) => (open = resolve));
+    },
+    release(): void {
+      gate = undefined;
+      open();
+    },
+  };
+}
+
+/** Wait (bounded) until the head server lists `name` as restarted once and its new process answers. */
+async function restartedAndAnswering(headPort: number, name: string, timeoutMs: number): Promise<void> {
+  const deadline = AbortSignal.timeout(timeoutMs);
+  let url: string | undefined;
+  while (url === undefined && !deadline.aborted) {
+    const instance = (await serverInstances(headPort)).find((i) => i.process_name === name);
+    if (instance?.restarts === 1) url = instance.url;
+    else await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.ok(url !== undefined && (await waitUntilAnswering(url, { signal: deadline })), `${name} was not restarted within ${timeoutMs} ms`);
+}

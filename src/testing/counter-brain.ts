@@ -1,0 +1,26 @@
+import { finalAnswer, functionCall, toolAsk, toolOutputsIn, type ServiceCall } from './index.js';
+
+/**
+ * A deterministic agent brain for the counter tasks ("add 1 then add 2 then get the count"): one increment per
+ * addend, then a read of the counter, then the count as the final answer. Stateless — every step is decided from
+ * the conversation in the request — so it serves any number of rollouts at once.
+ */
+export function counterTaskReply(call: ServiceCall): Record<string, unknown> {
+  const input = call.body?.input;
+  const task = typeof input === 'string' ? input : String(input?.[0]?.content ?? '');
+  const addends = [...task.matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
+  const outputs = toolOutputsIn(input).map((o) => JSON.parse(o.output) as { count?: number });
+  const turn = outputs.length;
+  if (turn < addends.length) return toolAsk(functionCall('increment_counter', { count: addends[turn] }, `c_${turn}`));
+  const count = [...outputs].reverse().find((o) => typeof o.count === 'number')?.count;
+  if (count === undefined) return toolAsk(functionCall('get_counter_value', {}, `c_${turn}`));
+  return finalAnswer(`The count is ${count}.`);
+}
+
+/** The first addend of a counter task, to script per-task behaviour. */
+export function firstAddend(call: ServiceCall): number | undefined {
+  const input = call.body?.input;
+  const task = typeof input === 'string' ? input : String(input?.[0]?.content ?? '');
+  const match = /add (-?\d+)/.exec(task);
+  return match ? Number(match[1]) : undefined;
+}
