@@ -48,8 +48,8 @@ async function redis(): Promise<RedisProcess> {
   return server;
 }
 
-function startWorker(server: RedisProcess, env: Environment, id: string, dir: string, concurrency = 4): RunningGym {
-  const worker = spawnGym(['worker', '--queue', server.url, '--concurrency', String(concurrency), `++head_server.port=${env.head.port}`, `+worker_id=${id}`, '+worker_drain_secs=5'], { cwd: dir });
+function startWorker(server: RedisProcess, env: Pick<Environment, 'head'>, id: string, dir: string, concurrency = 4, extra: string[] = []): RunningGym {
+  const worker = spawnGym(['worker', '--queue', server.url, '--concurrency', String(concurrency), `++head_server.port=${env.head.port}`, `+worker_id=${id}`, '+worker_drain_secs=5', ...extra], { cwd: dir });
   closers.push(() => {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
   });
@@ -302,4 +302,28 @@ test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the r
   assert.match(result.stderr, /Redis no longer holds this run's data/);
   assertExactlyOnce(dir, n);
   await stopWorkers([worker]);
+});
+
+test('a worker whose own agent refuses connections hands its jobs back; another worker runs them, no failure rows', { timeout: 45_000 }, async () => {
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-deadagent-');
+  const gone = await startFakeAgent('alpha', quick);
+  const deadPort = gone.port;
+  await gone.close();
+  const deadHead = await startFakeHead([{ name: 'alpha', host: '127.0.0.1', port: deadPort }]);
+  closers.push(() => deadHead.close());
+  const healthy = await environment({ alpha: quick });
+  const n = 20;
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const stranded = startWorker(server, { head: deadHead }, 'stranded', dir, 4, ['+agent_unreachable_wait_secs=0.5']);
+  await waitFor(() => /connected to/.test(stranded.stderr()), 'the worker with a dead agent to connect');
+  const run = collector(server, healthy.head, dir);
+  await waitFor(() => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()), 'a job handed back');
+  const survivor = startWorker(server, healthy, 'survivor', dir);
+  const result = await run.result;
+  assert.equal(result.code, 0, result.stderr);
+  const { failures } = assertExactlyOnce(dir, n);
+  assert.equal(failures.length, 0, 'a job that never reached an agent is not a failure');
+  assert.equal(healthy.calls(), n);
+  await stopWorkers([stranded, survivor]);
 });
