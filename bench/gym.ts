@@ -11,6 +11,7 @@ import { captureTail, sampleProc, start, stop, waitForExit, waitForLine, type Pr
  */
 
 export const REPO = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const GYM = path.join(REPO, 'bin', 'gym.js');
 const gymBin = (root: string): string => path.join(root, 'bin', 'gym.js');
 const PROBE = path.join(REPO, 'dist', 'bench', 'probe.js');
 const AGENT = 'remote_agent';
@@ -122,6 +123,8 @@ export interface CollectOptions {
   profileDir?: string;
   /** The tsgym checkout to run (default: this one). */
   root?: string;
+  /** Further `gym eval run` arguments (e.g. `--queue redis://…`). */
+  extraArgs?: readonly string[];
 }
 
 export interface CollectResult {
@@ -137,6 +140,8 @@ export interface CollectResult {
   /** The first failure row, if any (for the error message when a run was expected to have none). */
   firstFailure: string | undefined;
   capped: boolean;
+  /** The rate the collector's last progress line reported (rollouts/s over the dispatch pass, start-up excluded). */
+  progressRate: number | undefined;
 }
 
 /** `gym eval run --no-serve`, timed from spawn to exit (the whole product: start-up, files, aggregation). */
@@ -161,6 +166,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     '--concurrency',
     String(options.concurrency),
     ...(options.limit ? ['--limit', String(options.limit)] : []),
+    ...(options.extraArgs ?? []),
   ];
   const spawnedAt = performance.now();
   const env = { ...process.env, TSGYM_BENCH_PROBE: probeFile, ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}) };
@@ -190,7 +196,13 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     firstReward: await firstReward(output),
     firstFailure: await firstLine(failuresFile),
     capped,
+    progressRate: lastProgressRate(tail()),
   };
+}
+
+function lastProgressRate(text: string): number | undefined {
+  const rates = [...text.matchAll(/\| ([\d.]+) rollouts\/s \|/g)];
+  return rates.length > 0 ? Number(rates[rates.length - 1]![1]) : undefined;
 }
 
 async function countLines(file: string): Promise<number> {

@@ -7,6 +7,7 @@ import { stopAll } from './procs.js';
 import { printTable, writeResults, type Figure, type ScenarioReport } from './report.js';
 import { bigTrajectories, latencyBound, overheadAndMemory, startUp, versusBaseline, type BenchContext } from './scenarios.js';
 import { BASELINE_COMMIT, buildBaseline } from './baseline.js';
+import { queueScaleOut } from './queue.js';
 import { startService } from './service.js';
 import { summarizeProfiles } from './profile.js';
 import { shellSandboxes } from './shell.js';
@@ -17,8 +18,8 @@ import { shellSandboxes } from './shell.js';
  *
  *   node dist/bench/run.js [--only 1,3] [--profile] [--baseline <git rev>]
  *
- * `--only` runs a subset (5 runs inside 1's environment) and writes bench/results/partial.json instead.
- * `--baseline` pins scenario 7's baseline to another commit (default: bench/baseline.ts's BASELINE_COMMIT).
+ * `--only` runs a subset (5 runs inside 1's environment; `--only 7` is the queue scenario alone) and writes bench/results/partial.json instead.
+ * `--baseline` pins scenario 8's baseline to another commit (default: bench/baseline.ts's BASELINE_COMMIT).
  * `--profile` runs scenario 1 with V8's CPU profiler (what `node --cpu-prof` records; started by probe.ts, since
  * Node 20 refuses --cpu-prof in NODE_OPTIONS) in the collector, the agent, the environment and the supervisor,
  * writes the profiles to bench/results/profiles/ and prints the functions with the most self time (no results
@@ -34,12 +35,13 @@ const SCENARIOS: Array<{ id: string; title: string; run: (ctx: BenchContext, onl
   { id: '3', title: '3. big trajectories', run: async (ctx) => [await bigTrajectories(ctx)] },
   { id: '4', title: '4. start-up', run: async (ctx) => [await startUp(ctx)] },
   { id: '6', title: '6. shell sandboxes', run: async (ctx) => [await shellSandboxes(ctx)] },
-  { id: '7', title: '7. CPU and memory vs the pinned baseline', run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))] },
+  { id: '7', title: '7. queue scale-out (direct vs gym worker through Redis)', run: async (ctx) => [await queueScaleOut(ctx)] },
+  { id: '8', title: '8. CPU and memory vs the pinned baseline', run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))] },
 ];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' }, profile: { type: 'boolean' }, baseline: { type: 'string' } } });
-  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7')).split(',').map((id) => id.trim()));
+  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8')).split(',').map((id) => id.trim()));
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
   const profileDir = values.profile ? path.join(RESULTS, 'profiles') : undefined;

@@ -19,7 +19,7 @@ export interface BenchContext {
   service: RunningService;
   /** When set, scenario 1's tsgym processes record CPU profiles here. */
   profileDir?: string;
-  /** The git revision scenario 7 compares with. */
+  /** The git revision scenario 8 compares with. */
   baselineRev: string;
   log(line: string): void;
 }
@@ -338,12 +338,12 @@ export async function startUp(ctx: BenchContext): Promise<ScenarioReport> {
 // ---------------------------------------------------------------------------------------------------
 
 /**
- * Scenario 7: tsgym against a pinned older commit of itself (bench/baseline.ts), on issue 15's workload — 2,000
+ * Scenario 8: tsgym against a pinned older commit of itself (bench/baseline.ts), on issue 15's workload — 2,000
  * counter rollouts at concurrency 32 — alternating baseline and current three times. CPU per rollout is every
  * tsgym process's CPU (collector, agent, environment, `gym env start`); memory is each process's peak RSS.
  */
 export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Promise<ScenarioReport> {
-  const name = '7. vs baseline';
+  const name = '8. vs baseline';
   const ROLLOUTS = 2_000;
   const WARM_UP = 500;
   const CONCURRENCY = 32;
@@ -407,8 +407,8 @@ export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Pro
         atMost(name, '`gym env start` peak RSS (MiB)', currentPeaks.supervisor!, 60, { baseline_mib: round(basePeaks.supervisor!, 0) }),
       ],
       notes: [
-        `7: ${ROLLOUTS} rollouts at concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds: tsgym CPU ${median(cpu.current).toFixed(2)} ms/rollout (${medianSplit('current')}) vs baseline ${baseline.commit.slice(0, 7)} ${median(cpu.baseline).toFixed(2)} ms (${medianSplit('baseline')}), medians`,
-        `7: peak RSS MiB: ${total(currentPeaks).toFixed(0)} (${describe(currentPeaks)}) vs baseline ${total(basePeaks).toFixed(0)} (${describe(basePeaks)})`,
+        `8: ${ROLLOUTS} rollouts at concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds: tsgym CPU ${median(cpu.current).toFixed(2)} ms/rollout (${medianSplit('current')}) vs baseline ${baseline.commit.slice(0, 7)} ${median(cpu.baseline).toFixed(2)} ms (${medianSplit('baseline')}), medians`,
+        `8: peak RSS MiB: ${total(currentPeaks).toFixed(0)} (${describe(currentPeaks)}) vs baseline ${total(basePeaks).toFixed(0)} (${describe(basePeaks)})`,
       ],
     };
   } finally {

@@ -57,6 +57,15 @@ describe('commands', () => {
     usageError(['view'], /required: rollouts/);
     usageError(['view', 'r.jsonl', '--port', 'eighty'], /invalid int value: 'eighty'/);
   });
+
+  test('worker: --queue and --concurrency become queue_url and worker_concurrency; eval run takes --queue', () => {
+    const parsed = parse(['worker', '--queue', 'redis://10.0.0.2:6379/1', '--concurrency', '8', '++head_server.port=11001']);
+    assert.equal(parsed.command, 'worker');
+    assert.deepEqual(parsed.overrides, ['+queue_url=redis://10.0.0.2:6379/1', '+worker_concurrency=8', '++head_server.port=11001']);
+    assert.match(usage('worker'), /usage: gym worker[\s\S]*--queue REDIS_URL[\s\S]*--concurrency N/);
+    assert.ok(parse(['eval', 'run', '--queue', 'redis://h:1', '-i', 'a', '-o', 'b']).overrides.includes('+queue_url=redis://h:1'));
+    usageError(['worker', '--concurrency', 'many'], /invalid int value: 'many'/);
+  });
 });
 
 describe('flags become overrides', () => {

@@ -12,7 +12,7 @@ import { UsageError } from '../errors.js';
 
 export interface ParsedCommand {
   /** e.g. 'env start', 'eval run', 'eval profile', 'eval aggregate', 'env status', 'env stop', 'env resolve',
-   *  'quickstart', 'agent check', 'view', 'version', 'help' */
+   *  'quickstart', 'agent check', 'view', 'worker', 'version', 'help' */
   command: string;
   /** `eval run --no-serve`: use servers that are already running. */
   noServe: boolean;
@@ -69,6 +69,8 @@ const FLAGS = {
   quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
+  queue: { long: '--queue', value: 'string', metavar: 'REDIS_URL', key: 'queue_url', help: 'Distribute the rollouts to gym worker processes through Redis, e.g. redis://HOST:6379/0 (+queue_url).' },
+  workerConcurrency: { long: '--concurrency', value: 'int', metavar: 'N', key: 'worker_concurrency', help: 'Jobs this worker runs at once (+worker_concurrency; default 16).' },
   host: { long: '--host', value: 'string', metavar: 'HOST', key: 'host', help: 'Address to serve on (+host; default 127.0.0.1, this machine only).' },
 } satisfies Record<string, FlagSpec>;
 
@@ -111,7 +113,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     flags: [
       FLAGS.config, FLAGS.resourcesServer, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey, FLAGS.noServe,
       FLAGS.resume, FLAGS.overwrite, FLAGS.agent, FLAGS.input, FLAGS.output, FLAGS.limit, FLAGS.numRepeats, FLAGS.promptConfig,
-      FLAGS.concurrency, FLAGS.split, FLAGS.temperature, FLAGS.topP, FLAGS.maxOutputTokens, FLAGS.disableAggregation,
+      FLAGS.concurrency, FLAGS.split, FLAGS.temperature, FLAGS.topP, FLAGS.maxOutputTokens, FLAGS.disableAggregation, FLAGS.queue,
     ],
     examples: [
       'gym eval run --no-serve +agent_name=remote_agent +input_jsonl_fpath=data/example.jsonl +output_jsonl_fpath=results/rollouts.jsonl',
@@ -149,6 +151,11 @@ const COMMANDS: Record<string, CommandSpec> = {
     positionals: ['rollouts', '[compare_with]'],
     examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080', 'gym view baseline/rollouts.jsonl candidate/rollouts.jsonl'],
   },
+  worker: {
+    summary: 'Take rollout jobs of gym eval run --queue from Redis and run each through this machine\'s environment (found through its head server); Ctrl-C drains.',
+    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency],
+    examples: ['gym worker --queue redis://10.0.0.2:6379 --concurrency 32', 'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001'],
+  },
   version: {
     summary: 'Print version information.',
     flags: [FLAGS.json],
@@ -161,7 +168,7 @@ const GROUPS: Record<string, string[]> = {
   eval: ['run', 'profile', 'aggregate'],
   agent: ['check'],
 };
-const LEAVES = ['quickstart', 'view', 'version', 'help'];
+const LEAVES = ['quickstart', 'view', 'worker', 'version', 'help'];
 
 function flagsOf(command: string): FlagSpec[] {
   return [...(COMMANDS[command]?.flags ?? []), VERBOSE, HELP];

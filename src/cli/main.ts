@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
   'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,
   view: async () => (await import('./commands/view.js')).view,
+  worker: async () => (await import('./commands/worker.js')).worker,
   version: async () => (await import('./commands/version.js')).version,
 };
 

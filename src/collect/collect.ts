@@ -49,6 +49,8 @@ export interface CollectOptions {
   io: CollectIO;
   /** The dispatch backend; the in-process pool by default. */
   createQueue?: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
+  /** Extra text for the progress line (a distributed backend's workers and their throughput). */
+  progressDetail?: () => string;
   /** How one job runs; `POST <agent>/run` by default. */
   execute?: RolloutExecutor;
   /** Where in-flight stages come from for `<stem>_status.json`; each agent's `GET /status` by default. */
@@ -179,7 +181,7 @@ async function dispatch(
   const { config, io } = options;
   const rolloutsFile = LineAppender.open(paths.rollouts);
   const failuresFile = LineAppender.open(paths.failures);
-  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream });
+  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream, detail: options.progressDetail });
   const board = new RunStatusBoard({
     file: paths.status,
     total: prepared.toRun,
@@ -246,7 +248,7 @@ async function dispatch(
 
       const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
       const body = status.attempts > 0 ? JSON.stringify(sent) : text;
-      const job: DispatchJob = { task, rollout, agent, body, identity: identityOf(sent), previous: status.outcome };
+      const job: DispatchJob = { task, rollout, agent, attempt: status.attempts, body, identity: identityOf(sent), previous: status.outcome };
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
       else {

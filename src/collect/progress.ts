@@ -16,6 +16,8 @@ export interface ProgressOptions {
   stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   label?: string;
   now?: () => number;
+  /** Appended to the line when given (e.g. workers connected and their throughput). */
+  detail?: () => string;
   /** Minimum time between plain (non-TTY) lines. */
   plainIntervalMs?: number;
 }
@@ -51,7 +53,7 @@ export class ProgressReporter {
     const pct = total > 0 ? Math.floor((100 * snapshot.done) / total) : 100;
     const reward = snapshot.completed > 0 ? (snapshot.rewardSum / snapshot.completed).toFixed(3) : 'n/a';
     const label = this.options.label ?? 'Collecting rollouts';
-    const line = `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}`;
+    const line = `${label}: ${snapshot.done}/${total} (${pct}%) | ${rate.toFixed(1)} rollouts/s | elapsed ${clock(elapsed)} | ETA ${clock(eta)} | failures ${snapshot.failures} | mean reward ${reward}${this.options.detail ? ` | ${this.options.detail()}` : ''}`;
     if (this.stalled.length === 0) return line;
     const named = this.stalled.slice(0, 3).join('; ');
     const more = this.stalled.length > 3 ? `; and ${this.stalled.length - 3} more` : '';

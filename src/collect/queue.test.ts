@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { ProgressReporter } from './progress.js';
 import { createInProcessQueue, type RolloutJob } from './queue.js';
 
-const job = (task: number): RolloutJob => ({ task, rollout: 0, agent: 'a', body: '{}' });
+const job = (task: number): RolloutJob => ({ task, rollout: 0, agent: 'a', attempt: 0, body: '{}' });
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

@@ -9,6 +9,8 @@ export interface RolloutJob {
   task: number;
   rollout: number;
   agent: string;
+  /** `_ng_attempt_index` of this dispatch (0 on a first attempt): with task and rollout, it names the attempt. */
+  attempt: number;
   /**
    * The row as sent to `/run` (with `_ng_attempt_index` on a retry), as JSON text: the in-flight window holds
    * text, not parsed rows, and a remote worker needs nothing else.

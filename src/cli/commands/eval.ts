@@ -14,6 +14,7 @@ import type { ParsedCommand } from '../argv.js';
 // Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
 const collecting = () => import('../../collect/collect.js');
 const agentLookup = () => import('../../collect/agents.js');
+const dispatching = () => import('../../queue/collector.js');
 
 const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
 const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -35,8 +36,8 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const config = parseCollectionConfig(local);
     const { agentDirectoryFromHead } = await agentLookup();
     const agents = await agentDirectoryFromHead(config.head);
-    const { collectRollouts } = await collecting();
-    return collectRollouts({ config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
+    const { collectWithBackend } = await dispatching();
+    return collectWithBackend(local, { config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
   }
   return runWithEnvironment(cmd);
 }
@@ -47,7 +48,8 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
   const config = parseCollectionConfig(local);
   const { startEnvironment } = await import('../../env/supervisor.js');
   const { agentDirectoryFromConfig } = await agentLookup();
-  const { collectRollouts, resolveInputPath } = await collecting();
+  const { resolveInputPath } = await collecting();
+  const { collectWithBackend } = await dispatching();
   resolveInputPath(config.inputPath); // a missing input fails before any server starts
   const abort = new AbortController();
   let interrupted = 0;
@@ -76,7 +78,7 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
       return new Promise<never>(() => {});
     });
     serverDied.catch(() => undefined); // a late death (after the race is decided) must not crash the process
-    return await Promise.race([collectRollouts({ config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() }), serverDied]);
+    return await Promise.race([collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() }), serverDied]);
   } finally {
     await environment?.stop();
     process.off('SIGINT', onSignal);
