@@ -147,7 +147,8 @@ if (isMainModule(import.meta.url)) {
     itemBytes: Number(values['item-bytes'] ?? 0),
     delayMs: Number(values['delay-ms'] ?? 0),
   });
-  server.listen(0, '127.0.0.1', () => {
+  // A large accept queue: 2,000 rollouts connect at once (Node's default of 511 overflows; see src/http/server.ts).
+  server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => {
     process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
   });
   process.once('SIGINT', () => process.exit(0));

@@ -71,6 +71,7 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+const LISTEN_BACKLOG = 4096;
 const DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024;
 
 export class App {
@@ -128,7 +129,10 @@ export class App {
     server.keepAliveTimeout = 30_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, host, () => {
+      // Node's default accept queue is 511 connections: a collector opening 2,000 at once overflowed it (the kernel's
+      // ListenOverflows counter), and a connection the queue had dropped was reset after its request was sent, failing
+      // that rollout. The kernel caps this at net.core.somaxconn (4096 by default).
+      server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
         server.off('error', reject);
         resolve();
       });
