@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { readJsonl, runGym, tempDir, writeJsonl, type GymResult } from './cli-harness.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from './cli-harness.js';
 
 interface Rig {
   dir: string;
@@ -302,5 +302,30 @@ describe('overwrite protection (D8)', () => {
     assert.equal(lastRun.x, 0);
     assert.equal(lastRun._ng_attempt_index, 1);
     assert.equal(readJsonl(r.file('r.jsonl')).length, 2);
+  });
+});
+
+describe('Ctrl-C', () => {
+  test('SIGINT during a --no-serve run keeps the finished rows, marks the status file interrupted, exits 130 naming the resume command, and resume finishes', async () => {
+    let hang = true;
+    const r = await rig({ my_agent: (input) => (input.x === 0 || !hang ? fakeReply.success(input, 1) : fakeReply.hang()) });
+    writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
+    const args = ['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${r.head.port}`];
+    const running = spawnGym(args, { cwd: r.dir });
+    await waitFor(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, 'row 0 on disk, rows 1 and 2 in flight');
+    running.child.kill('SIGINT');
+    const result = await running.result;
+    assert.equal(result.code, 130, result.stderr);
+    assert.match(result.stderr, /Interrupted: the finished rollouts are on disk; to finish the run: gym eval run .*\+resume_from_cache=true/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    const status = JSON.parse(readFileSync(r.file('r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+    assert.equal(status.state, 'interrupted');
+    assert.equal(status.totals.done, 1);
+    assert.equal(lineCount(r.file('r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
+
+    hang = false;
+    const resumed = await runGym([...args, '--resume'], { cwd: r.dir });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x).sort(), [0, 1, 2]);
   });
 });

@@ -36,7 +36,22 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const { agentDirectoryFromHead } = await agentLookup();
     const agents = await agentDirectoryFromHead(config.head);
     const { collectRollouts } = await collecting();
-    return collectRollouts({ config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
+    // Ctrl-C: the rollouts in flight stay with the running agent and cannot be recorded; every finished one is
+    // already on disk (appended synchronously). Aborting marks the status file `interrupted`; then exit at once.
+    const abort = new AbortController();
+    const onSignal = (): void => {
+      abort.abort();
+      stderrLine(`Interrupted: the finished rollouts are on disk; to finish the run: ${resumeCommandLine()}`);
+      process.exit(130);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await collectRollouts({ config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
   return runWithEnvironment(cmd);
 }
