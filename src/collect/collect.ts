@@ -166,6 +166,8 @@ interface DispatchStats {
   failures: number;
   completed: number;
   rewardSum: number;
+  /** Retryable failures that resume will not run again: their attempts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS. */
+  atAttemptCap: number;
 }
 
 /** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
@@ -191,7 +193,7 @@ async function dispatch(
   board.start();
   // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
   options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
-  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0 };
+  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0, atAttemptCap: 0 };
 
   const onResult = (job: DispatchJob, result: Row): void => {
     if (options.signal?.aborted) return;
@@ -215,6 +217,8 @@ async function dispatch(
       failuresFile.append(JSON.stringify(result));
       ledger.move(job.agent, from, isTerminal(result) ? 'failed_terminal' : 'failed_retryable');
       stats.failures++;
+      const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
+      if (!isTerminal(result) && prepared.cache && attempt + 1 >= prepared.maxAttempts) stats.atAttemptCap++;
     }
     stats.done++;
     progress.update(stats);
@@ -241,6 +245,7 @@ async function dispatch(
       if (tasksSeen.next(task) === 0) ledger.addTask(agent);
       const status = prepared.cache ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts) : { outcome: 'missing' as const, run: true, attempts: 0 };
       ledger.expect(agent, status.outcome);
+      if (!status.run && status.outcome === 'failed_retryable') stats.atAttemptCap++;
       // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
       if (!status.run || reachability.abandoned().size > 0) continue;
 
@@ -337,7 +342,7 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
     warn: io.warn,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  await dispatch(options, paths, prepared, ledger, reachability);
+  const stats = await dispatch(options, paths, prepared, ledger, reachability);
   if (options.signal?.aborted) throw new CollectionInterrupted();
   if (reachability.abandoned().size > 0) {
     for (const line of describeLedger(ledger)) io.out(line);
@@ -352,8 +357,12 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
   io.out(`Failures: ${paths.failures}`);
   io.out(`Aggregate metrics: ${aggregation.written ? paths.aggregateMetrics : 'None'}`);
   const total = ledger.total();
-  if (total.missing > 0 || total.failedRetryable > 0) {
-    io.out(`${total.missing + total.failedRetryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+  const retryable = total.missing + total.failedRetryable - stats.atAttemptCap;
+  if (retryable > 0) {
+    io.out(`${retryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+  }
+  if (stats.atAttemptCap > 0) {
+    io.out(`${stats.atAttemptCap} failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=${prepared.maxAttempts}; resume will not retry them (raise it to retry).`);
   }
   return aggregation.ok ? 0 : 1;
 }
