@@ -3,7 +3,7 @@
  * routing, stamps, repeats, input errors, failure containment, overwrite protection.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
@@ -209,6 +209,25 @@ describe('input errors stop the run before anything is sent', () => {
     const res = await runGym(['eval', 'run', '--no-serve', '-a', 'x', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${port}`], { cwd: dir });
     assert.equal(res.code, 1);
     assert.match(res.stderr, new RegExp(`Could not connect to the head server at http://127\\.0\\.0\\.1:${port}\\. Perhaps you are not running a server`));
+  });
+
+  test('a directory as --input or --output, or an output under a file, is one Error paragraph, nothing sent', async () => {
+    const r = await rig({ my_agent: ok });
+    writeJsonl(r.file('in.jsonl'), [row(0)]);
+    mkdirSync(r.file('adir'));
+    writeFileSync(r.file('afile'), 'x');
+    const cases: Array<[string[], RegExp]> = [
+      [['-i', 'adir', '-o', 'r.jsonl'], /^Error: Input 'adir' \(--input\) is a directory; name the JSONL file inside it\.$/m],
+      [['-i', 'in.jsonl', '-o', 'adir'], /^Error: Output 'adir' \(--output\) is a directory; name a file in it, e\.g\. adir\/rollouts\.jsonl\.$/m],
+      [['-i', 'in.jsonl', '-o', 'afile/r.jsonl'], /^Error: Cannot create the directory of the output 'afile\/r\.jsonl' \(--output\): EEXIST .*Choose another --output path\.$/m],
+    ];
+    for (const [args, expected] of cases) {
+      const res = await r.gym(['-a', 'my_agent', ...args]);
+      assert.equal(res.code, 1, res.stderr);
+      assert.match(res.stderr, expected);
+      assert.doesNotMatch(res.stderr, /unexpected|\n\s+at /);
+    }
+    assert.equal(r.agents.my_agent!.runs.length, 0);
   });
 
   test('missing required keys are a usage error naming the flags', async () => {

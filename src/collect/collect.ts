@@ -8,7 +8,7 @@
  *                 as one line the moment it arrives (D10); failures are rows, never crashes (D11);
  *   4. report   — aggregate metrics per agent, then the honest denominators (D1) and every artefact's path.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { findUnderRoots, searchRoots } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
@@ -67,7 +67,26 @@ export function resolveInputPath(file: string): string {
   if (!found) {
     throw new ConfigError(`Input file not found: '${file}' (--input). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
   }
+  if (statSync(found).isDirectory()) {
+    throw new ConfigError(`Input '${file}' (--input) is a directory; name the JSONL file inside it.`, 'GYM_CONFIG_INPUT_MISSING');
+  }
   return found;
+}
+
+/** The output must be a file path whose directory exists or can be made: said before anything is read or sent. */
+function checkOutputPath(file: string): void {
+  if (existsSync(file) && statSync(file).isDirectory()) {
+    throw new ConfigError(`Output '${file}' (--output) is a directory; name a file in it, e.g. ${path.join(file, 'rollouts.jsonl')}.`, 'GYM_CONFIG_OUTPUT');
+  }
+  try {
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError(
+      `Cannot create the directory of the output '${file}' (--output): ${reason} (a part of the path is a file, or it is not writable). Choose another --output path.`,
+      'GYM_CONFIG_OUTPUT',
+    );
+  }
 }
 
 function printPreprocessingNotes(config: CollectionConfig, out: (line: string) => void): void {
@@ -315,6 +334,7 @@ export class AgentUnreachable extends GymError {
 export async function collectRollouts(options: CollectOptions): Promise<number> {
   const { config, io } = options;
   const inputPath = resolveInputPath(config.inputPath);
+  checkOutputPath(config.outputPath);
   const paths = artifactPaths(config.outputPath);
   printPreprocessingNotes(config, io.out);
   const scan = await scanInput(inputPath, config, options.agents, io.warn);
