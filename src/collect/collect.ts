@@ -25,7 +25,7 @@ import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, r
 import { TaskCounters } from './key-tables.js';
 import { materializeRows, scanInput, type InputScan, type Row } from './materialize.js';
 import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from './outcomes.js';
-import { artifactPaths, type ArtifactPaths } from './paths.js';
+import { artifactPaths, checkOutputPath, type ArtifactPaths } from './paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
 import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
 import { AgentReachability, isUndelivered } from './reachability.js';
@@ -73,21 +73,6 @@ export function resolveInputPath(file: string): string {
   return found;
 }
 
-/** The output must be a file path whose directory exists or can be made: said before anything is read or sent. */
-function checkOutputPath(file: string): void {
-  if (existsSync(file) && statSync(file).isDirectory()) {
-    throw new ConfigError(`Output '${file}' (--output) is a directory; name a file in it, e.g. ${path.join(file, 'rollouts.jsonl')}.`, 'GYM_CONFIG_OUTPUT');
-  }
-  try {
-    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new ConfigError(
-      `Cannot create the directory of the output '${file}' (--output): ${reason} (a part of the path is a file, or it is not writable). Choose another --output path.`,
-      'GYM_CONFIG_OUTPUT',
-    );
-  }
-}
 
 function printPreprocessingNotes(config: CollectionConfig, out: (line: string) => void): void {
   if (config.limit !== undefined) out(`Limiting the number of rows to ${config.limit}`);
