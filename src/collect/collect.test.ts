@@ -172,6 +172,17 @@ describe('input errors stop the run before anything is sent', () => {
     assert.equal(existsSync(r.file('r_materialized_inputs.jsonl')), false);
   });
 
+  test('a line nested 200,000 levels deep is a malformed line naming file:line, not a stack overflow (D19)', async () => {
+    const r = await rig({ my_agent: ok });
+    const deep = `{"responses_create_params": {"input": "x"}, "deep": ${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    writeFileSync(r.file('in.jsonl'), `${JSON.stringify(row(0))}\n${deep}\n`);
+    const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl']);
+    assert.equal(res.code, 1, res.stderr);
+    assert.match(res.stderr, /^Error: .*in\.jsonl:2: malformed JSONL line: nested deeper than 520 levels/m);
+    assert.doesNotMatch(res.stderr, /RangeError|unexpected/);
+    assert.equal(r.agents.my_agent!.runs.length, 0);
+  });
+
   test('a blank line in the middle of the input is malformed (Q15)', async () => {
     const r = await rig({ my_agent: ok });
     writeFileSync(r.file('in.jsonl'), `${JSON.stringify(row(0))}\n\n${JSON.stringify(row(1))}\n`);
