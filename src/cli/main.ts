@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
 };
 
 export async function main(argv: string[]): Promise<number> {
+  ignoreClosedPipes();
   let cmd: ParsedCommand;
   try {
     cmd = parseArgv(argv);
@@ -40,6 +41,19 @@ export async function main(argv: string[]): Promise<number> {
     return await (await load())(cmd);
   } catch (err) {
     return reportError(err, cmd);
+  }
+}
+
+/**
+ * A reader that closes the pipe early (`gym eval profile … | head`) ends only the output, never the command: a
+ * collection keeps running and writing its files. Without a listener Node throws EPIPE with a stack trace.
+ */
+function ignoreClosedPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.listenerCount('error') > 0) continue;
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+    });
   }
 }
 

@@ -3,11 +3,11 @@
  * routing, stamps, repeats, input errors, failure containment, overwrite protection.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { readJsonl, runGym, tempDir, writeJsonl, type GymResult } from './cli-harness.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from './cli-harness.js';
 
 interface Rig {
   dir: string;
@@ -172,6 +172,17 @@ describe('input errors stop the run before anything is sent', () => {
     assert.equal(existsSync(r.file('r_materialized_inputs.jsonl')), false);
   });
 
+  test('a line nested 200,000 levels deep is a malformed line naming file:line, not a stack overflow (D19)', async () => {
+    const r = await rig({ my_agent: ok });
+    const deep = `{"responses_create_params": {"input": "x"}, "deep": ${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    writeFileSync(r.file('in.jsonl'), `${JSON.stringify(row(0))}\n${deep}\n`);
+    const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl']);
+    assert.equal(res.code, 1, res.stderr);
+    assert.match(res.stderr, /^Error: .*in\.jsonl:2: malformed JSONL line: nested deeper than 520 levels/m);
+    assert.doesNotMatch(res.stderr, /RangeError|unexpected/);
+    assert.equal(r.agents.my_agent!.runs.length, 0);
+  });
+
   test('a blank line in the middle of the input is malformed (Q15)', async () => {
     const r = await rig({ my_agent: ok });
     writeFileSync(r.file('in.jsonl'), `${JSON.stringify(row(0))}\n\n${JSON.stringify(row(1))}\n`);
@@ -209,6 +220,25 @@ describe('input errors stop the run before anything is sent', () => {
     const res = await runGym(['eval', 'run', '--no-serve', '-a', 'x', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${port}`], { cwd: dir });
     assert.equal(res.code, 1);
     assert.match(res.stderr, new RegExp(`Could not connect to the head server at http://127\\.0\\.0\\.1:${port}\\. Perhaps you are not running a server`));
+  });
+
+  test('a directory as --input or --output, or an output under a file, is one Error paragraph, nothing sent', async () => {
+    const r = await rig({ my_agent: ok });
+    writeJsonl(r.file('in.jsonl'), [row(0)]);
+    mkdirSync(r.file('adir'));
+    writeFileSync(r.file('afile'), 'x');
+    const cases: Array<[string[], RegExp]> = [
+      [['-i', 'adir', '-o', 'r.jsonl'], /^Error: Input 'adir' \(--input\) is a directory; name the JSONL file inside it\.$/m],
+      [['-i', 'in.jsonl', '-o', 'adir'], /^Error: Output 'adir' \(--output\) is a directory; name a file in it, e\.g\. adir\/rollouts\.jsonl\.$/m],
+      [['-i', 'in.jsonl', '-o', 'afile/r.jsonl'], /^Error: Cannot create the directory of the output 'afile\/r\.jsonl' \(--output\): EEXIST .*Choose another --output path\.$/m],
+    ];
+    for (const [args, expected] of cases) {
+      const res = await r.gym(['-a', 'my_agent', ...args]);
+      assert.equal(res.code, 1, res.stderr);
+      assert.match(res.stderr, expected);
+      assert.doesNotMatch(res.stderr, /unexpected|\n\s+at /);
+    }
+    assert.equal(r.agents.my_agent!.runs.length, 0);
   });
 
   test('missing required keys are a usage error naming the flags', async () => {
@@ -302,5 +332,30 @@ describe('overwrite protection (D8)', () => {
     assert.equal(lastRun.x, 0);
     assert.equal(lastRun._ng_attempt_index, 1);
     assert.equal(readJsonl(r.file('r.jsonl')).length, 2);
+  });
+});
+
+describe('Ctrl-C', () => {
+  test('SIGINT during a --no-serve run keeps the finished rows, marks the status file interrupted, exits 130 naming the resume command, and resume finishes', async () => {
+    let hang = true;
+    const r = await rig({ my_agent: (input) => (input.x === 0 || !hang ? fakeReply.success(input, 1) : fakeReply.hang()) });
+    writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
+    const args = ['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${r.head.port}`];
+    const running = spawnGym(args, { cwd: r.dir });
+    await waitFor(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, 'row 0 on disk, rows 1 and 2 in flight');
+    running.child.kill('SIGINT');
+    const result = await running.result;
+    assert.equal(result.code, 130, result.stderr);
+    assert.match(result.stderr, /Interrupted: the finished rollouts are on disk; to finish the run: gym eval run .*\+resume_from_cache=true/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    const status = JSON.parse(readFileSync(r.file('r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+    assert.equal(status.state, 'interrupted');
+    assert.equal(status.totals.done, 1);
+    assert.equal(lineCount(r.file('r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
+
+    hang = false;
+    const resumed = await runGym([...args, '--resume'], { cwd: r.dir });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x).sort(), [0, 1, 2]);
   });
 });

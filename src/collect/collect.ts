@@ -8,7 +8,7 @@
  *                 as one line the moment it arrives (D10); failures are rows, never crashes (D11);
  *   4. report   — aggregate metrics per agent, then the honest denominators (D1) and every artefact's path.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { findUnderRoots, searchRoots } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
@@ -25,7 +25,7 @@ import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, r
 import { TaskCounters } from './key-tables.js';
 import { materializeRows, scanInput, type InputScan, type Row } from './materialize.js';
 import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from './outcomes.js';
-import { artifactPaths, type ArtifactPaths } from './paths.js';
+import { artifactPaths, checkOutputPath, type ArtifactPaths } from './paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
 import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
 import { AgentReachability, isUndelivered } from './reachability.js';
@@ -69,8 +69,12 @@ export function resolveInputPath(file: string): string {
   if (!found) {
     throw new ConfigError(`Input file not found: '${file}' (--input). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
   }
+  if (statSync(found).isDirectory()) {
+    throw new ConfigError(`Input '${file}' (--input) is a directory; name the JSONL file inside it.`, 'GYM_CONFIG_INPUT_MISSING');
+  }
   return found;
 }
+
 
 function printPreprocessingNotes(config: CollectionConfig, out: (line: string) => void): void {
   if (config.limit !== undefined) out(`Limiting the number of rows to ${config.limit}`);
@@ -168,6 +172,8 @@ interface DispatchStats {
   failures: number;
   completed: number;
   rewardSum: number;
+  /** Retryable failures that resume will not run again: their attempts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS. */
+  atAttemptCap: number;
 }
 
 /** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
@@ -193,7 +199,7 @@ async function dispatch(
   board.start();
   // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
   options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
-  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0 };
+  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0, atAttemptCap: 0 };
 
   const onResult = (job: DispatchJob, result: Row): void => {
     if (options.signal?.aborted) return;
@@ -217,6 +223,8 @@ async function dispatch(
       failuresFile.append(JSON.stringify(result));
       ledger.move(job.agent, from, isTerminal(result) ? 'failed_terminal' : 'failed_retryable');
       stats.failures++;
+      const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
+      if (!isTerminal(result) && prepared.cache && attempt + 1 >= prepared.maxAttempts) stats.atAttemptCap++;
     }
     stats.done++;
     progress.update(stats);
@@ -243,6 +251,7 @@ async function dispatch(
       if (tasksSeen.next(task) === 0) ledger.addTask(agent);
       const status = prepared.cache ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts) : { outcome: 'missing' as const, run: true, attempts: 0 };
       ledger.expect(agent, status.outcome);
+      if (!status.run && status.outcome === 'failed_retryable') stats.atAttemptCap++;
       // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
       if (!status.run || reachability.abandoned().size > 0) continue;
 
@@ -312,6 +321,7 @@ export class AgentUnreachable extends GymError {
 export async function collectRollouts(options: CollectOptions): Promise<number> {
   const { config, io } = options;
   const inputPath = resolveInputPath(config.inputPath);
+  checkOutputPath(config.outputPath);
   const paths = artifactPaths(config.outputPath);
   printPreprocessingNotes(config, io.out);
   const scan = await scanInput(inputPath, config, options.agents, io.warn);
@@ -339,7 +349,7 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
     warn: io.warn,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  await dispatch(options, paths, prepared, ledger, reachability);
+  const stats = await dispatch(options, paths, prepared, ledger, reachability);
   if (options.signal?.aborted) throw new CollectionInterrupted();
   if (reachability.abandoned().size > 0) {
     for (const line of describeLedger(ledger)) io.out(line);
@@ -354,8 +364,12 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
   io.out(`Failures: ${paths.failures}`);
   io.out(`Aggregate metrics: ${aggregation.written ? paths.aggregateMetrics : 'None'}`);
   const total = ledger.total();
-  if (total.missing > 0 || total.failedRetryable > 0) {
-    io.out(`${total.missing + total.failedRetryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+  const retryable = total.missing + total.failedRetryable - stats.atAttemptCap;
+  if (retryable > 0) {
+    io.out(`${retryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+  }
+  if (stats.atAttemptCap > 0) {
+    io.out(`${stats.atAttemptCap} failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=${prepared.maxAttempts}; resume will not retry them (raise it to retry).`);
   }
   return aggregation.ok ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
+import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 
 export interface RawLine {
   /** 1-based. */
@@ -81,7 +82,8 @@ export function parseLine(line: Buffer | string): ParsedLine {
   const text = typeof line === 'string' ? line : line.toString('utf8');
   if (text.trim() === '') return { ok: false, reason: 'blank line (a JSONL file may not contain empty lines)' };
   try {
-    return { ok: true, value: JSON.parse(text) };
+    // Rows come from outside too (a dataset, a NeMo Gym run): nesting is bounded as for any received JSON (D19).
+    return { ok: true, value: parseBoundedJson(text, MAX_ENVELOPED_JSON_DEPTH) };
   } catch (err) {
     return { ok: false, reason: (err as Error).message };
   }

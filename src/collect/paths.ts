@@ -1,5 +1,7 @@
 /** Artefact names, all derived from the rollouts path `<dir>/<stem><suffix>` (reference-gym.md §4.3, §5.1). */
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ConfigError } from '../errors.js';
 
 function stemOf(file: string): { dir: string; stem: string } {
   const parsed = path.parse(file);
@@ -51,4 +53,20 @@ export const DERIVED_SUFFIXES = ['_failures.jsonl', '_materialized_inputs.jsonl'
 
 export function isDerivedArtifact(file: string): boolean {
   return DERIVED_SUFFIXES.some((suffix) => path.basename(file).endsWith(suffix));
+}
+
+/** The output must be a file path whose directory exists or can be made: said before anything is read or sent. */
+export function checkOutputPath(file: string, flag = '--output'): void {
+  if (existsSync(file) && statSync(file).isDirectory()) {
+    throw new ConfigError(`Output '${file}' (${flag}) is a directory; name a file in it, e.g. ${path.join(file, 'rollouts.jsonl')}.`, 'GYM_CONFIG_OUTPUT');
+  }
+  try {
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError(
+      `Cannot create the directory of the output '${file}' (${flag}): ${reason} (a part of the path is a file, or it is not writable). Choose another ${flag} path.`,
+      'GYM_CONFIG_OUTPUT',
+    );
+  }
 }

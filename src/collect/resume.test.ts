@@ -66,6 +66,9 @@ test('resume retries a flaky rollout, never a terminal one, up to the attempt ca
     [2, 1],
   ]);
   assert.match(first.stdout, /- 4 original input rows\n- 1 rows already done \(in main jsonl\)\n- 3 prior failure attempts \(3 unique tasks\) in sidecar\n- 1 sidecar-terminal .* not retried\n- 0 hit max_attempts=2 → not retried\n- 2 rows that still need to be run/);
+  // Task 2 failed its 2nd attempt: at the cap, so nothing is offered for retry (it used to say "1 rollouts can still be retried").
+  assert.match(first.stdout, /1 failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=2; resume will not retry them/);
+  assert.doesNotMatch(first.stdout, /can still be retried/);
   const recovered = readJsonl(r.file('r.jsonl')).find((s) => s.x === 0)!;
   assert.equal(recovered._ng_attempt_index, 1, 'the result carries the attempt index');
 
@@ -75,6 +78,8 @@ test('resume retries a flaky rollout, never a terminal one, up to the attempt ca
   assert.equal(r.agent.runs.length, 6);
   assert.match(capped.stdout, /- 1 hit max_attempts=2 → not retried/);
   assert.match(capped.stdout, /Nothing left to run/);
+  assert.doesNotMatch(capped.stdout, /can still be retried/);
+  assert.match(capped.stdout, /1 failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=2/);
   assert.match(capped.stdout, /4 tasks, 4 rollouts expected: 2 completed, 2 failed \(1 retryable, 1 terminal\), 0 missing/);
 
   // An unparsable cap warns and falls back to 3, so task 2 gets a third attempt.

@@ -82,4 +82,9 @@ test('overlapping shards are refused, naming both places', async () => {
   const none = await runGym(['eval', 'aggregate', '-i', 'nothing-*.jsonl', '-o', 'n.jsonl', `++head_server.port=${head.port}`], { cwd: dir });
   assert.equal(none.code, 1);
   assert.match(none.stderr, /No shards matched input_glob='nothing-\*\.jsonl'/);
+  mkdirSync(file('merged-dir'), { recursive: true });
+  const intoDirectory = await runGym(['eval', 'aggregate', '-i', 'shards/a-0.jsonl', '-o', 'merged-dir', `++head_server.port=${head.port}`], { cwd: dir });
+  assert.equal(intoDirectory.code, 1);
+  assert.match(intoDirectory.stderr, /^Error: Output 'merged-dir' \(--output\) is a directory; name a file in it/m);
+  assert.doesNotMatch(intoDirectory.stderr, /EISDIR|unexpected/);
 });

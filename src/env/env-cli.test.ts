@@ -207,6 +207,14 @@ describe('gym env start / status / stop', () => {
     const run = gym(['env', 'start', `++head_server.port=${await findFreePort()}`]);
     assert.equal(await finished(run), 1);
     assert.match(run.stderr, /^Error: No server instances are configured, so there is nothing to run\./m);
+    assert.doesNotMatch(run.stderr, /You set/);
+  });
+
+  it('names a misspelt config_paths when nothing is configured', async () => {
+    const run = gym(['env', 'start', `+config_path=[${counterConfig}]`, `++head_server.port=${await findFreePort()}`]);
+    assert.equal(await finished(run), 1);
+    assert.match(run.stderr, /^Error: No server instances are configured/m);
+    assert.match(run.stderr, /You set 'config_path', which is not a key gym reads: the configs go in config_paths/);
   });
 
   it('env resolve prints the composed config with secrets masked', async () => {

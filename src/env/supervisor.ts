@@ -104,7 +104,12 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
 
   if (options.signal?.aborted) throw new StartAborted();
   const instances = listServerInstances(config);
-  if (instances.length === 0) throw new ConfigError(NO_SERVERS_MESSAGE, 'GYM_NO_SERVER_INSTANCES');
+  if (instances.length === 0) {
+    // A misspelt config_paths (`+config_path=[…]`) is taken as a plain key: name it, or the configs seem to vanish.
+    const misspelt = Object.keys(config).find((key) => key !== 'config_paths' && /^configs?(_?paths?|_files?)?$/.test(key));
+    const hint = misspelt ? `\nYou set '${misspelt}', which is not a key gym reads: the configs go in config_paths, e.g. "+config_paths=[a.yaml,b.yaml]".` : '';
+    throw new ConfigError(NO_SERVERS_MESSAGE + hint, 'GYM_NO_SERVER_INSTANCES');
+  }
   const head = headAddress(config);
   assertDistinctAddresses(head, instances);
   // Everything that can be wrong in the config is checked before the first process starts.

@@ -1,14 +1,12 @@
 /**
  * `gym eval run`, `gym eval profile`, `gym eval aggregate`: configuration in, the collect/profile machinery out.
  */
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
 import { ConfigError } from '../../errors.js';
 import type { AgentDirectory } from '../../collect/agents.js';
 import type { CollectIO } from '../../collect/collect.js';
 import { headServerAddress, parseCollectionConfig, requireKeys } from '../../collect/config.js';
-import { materializedInputsPathFor } from '../../collect/paths.js';
+import { checkOutputPath, materializedInputsPathFor } from '../../collect/paths.js';
 import type { ParsedCommand } from '../argv.js';
 
 // Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
@@ -37,7 +35,22 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const { agentDirectoryFromHead } = await agentLookup();
     const agents = await agentDirectoryFromHead(config.head);
     const { collectWithBackend } = await dispatching();
-    return collectWithBackend(local, { config, agents, io: collectIO(), resumeCommand: resumeCommandLine() });
+    // Ctrl-C: the rollouts in flight stay with the running agent and cannot be recorded; every finished one is
+    // already on disk (appended synchronously). Aborting marks the status file `interrupted`; then exit at once.
+    const abort = new AbortController();
+    const onSignal = (): void => {
+      abort.abort();
+      stderrLine(`Interrupted: the finished rollouts are on disk; to finish the run: ${resumeCommandLine()}`);
+      process.exit(130);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
   return runWithEnvironment(cmd);
 }
@@ -129,7 +142,7 @@ export async function evalAggregate(cmd: ParsedCommand): Promise<number> {
     { key: 'output_jsonl_fpath', flag: '--output' },
   ]);
   const outputPath = String(config.output_jsonl_fpath);
-  mkdirSync(path.dirname(path.resolve(outputPath)), { recursive: true });
+  checkOutputPath(outputPath);
   const head = headServerAddress(config);
   const { agentDirectoryFromHead, headUrl } = await agentLookup();
   const { agentMetricsSource } = await import('../../collect/aggregate.js');

@@ -33,11 +33,13 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
   say(`Agent service: ${service.brainName} at ${service.url}`);
 
   let environment: { stop(): Promise<void>; kill(): void; logDir: string } | undefined;
-  let interrupted = false;
+  // Ctrl-C stops the collection and the servers (their rollouts in flight die with them); a second one kills them.
+  const abort = new AbortController();
   const onSignal = (): void => {
-    if (interrupted) environment?.kill();
-    interrupted = true;
+    if (abort.signal.aborted) environment?.kill();
+    abort.abort();
     process.stderr.write('Interrupted: stopping everything the quickstart started…\n');
+    void environment?.stop();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -56,7 +58,7 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     const { startEnvironment } = await import('../../env/supervisor.js');
     const envStarted = performance.now();
     // Server output goes to the log files only: the quickstart's own lines are the story.
-    const running = await startEnvironment(config, { out: discard() });
+    const running = await startEnvironment(config, { out: discard(), signal: abort.signal });
     environment = running;
     say(`Environment: ${chosen.displayName} + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`);
     say('');
@@ -69,6 +71,7 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
       config: parseCollectionConfig(config),
       agents: agentDirectoryFromConfig(config, 'the quickstart environment'),
       io: collectIO(),
+      signal: abort.signal,
     });
 
     const { describeProfile, profileRollouts } = await import('../../profile/profile.js');
@@ -103,6 +106,9 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     say(`Artefacts: ${path.dirname(output)}/ (rollouts, failures, materialized inputs, aggregate metrics, profile).`);
     say(`Done in ${ms(performance.now() - started)}. Next: run your own service in the three-terminal flow (README, "Drive your own agent").`);
     return collected !== 0 ? collected : completed === expected ? 0 : 1;
+  } catch (err) {
+    if (abort.signal.aborted) return 130;
+    throw err;
   } finally {
     await environment?.stop();
     await service.close();
