@@ -366,7 +366,7 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
   const total = ledger.total();
   const retryable = total.missing + total.failedRetryable - stats.atAttemptCap;
   if (retryable > 0) {
-    io.out(`${retryable} rollouts can still be retried: rerun the same command with --resume (+resume_from_cache=true).`);
+    io.out(`${retryable} rollouts can still be retried: ${options.resumeCommand ?? 'rerun the same command with --resume (+resume_from_cache=true)'}.`);
   }
   if (stats.atAttemptCap > 0) {
     io.out(`${stats.atAttemptCap} failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=${prepared.maxAttempts}; resume will not retry them (raise it to retry).`);

@@ -72,6 +72,8 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
       agents: agentDirectoryFromConfig(config, 'the quickstart environment'),
       io: collectIO(),
       signal: abort.signal,
+      // The quickstart always starts over (++overwrite=true), so "add --resume" would be advice it cannot take.
+      resumeCommand: `run gym quickstart${chosen.name === 'counter' ? '' : ` --env ${chosen.name}`} again (it starts the run over)`,
     });
 
     const { describeProfile, profileRollouts } = await import('../../profile/profile.js');
