@@ -37,6 +37,21 @@ describe('http server', () => {
     assert.deepEqual(res.json(), { detail: 'Not Found' });
   });
 
+  it('answers HEAD on a GET route with the GET status and no body', async () => {
+    const head = (path: string) =>
+      new Promise<{ status: number; bytes: number }>((resolve, reject) => {
+        const req = http.request(`${listening.url}${path}`, { method: 'HEAD' }, (res) => {
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    assert.deepEqual(await head('/'), { status: 200, bytes: 0 });
+    assert.equal((await head('/count')).status, 405);
+  });
+
   it('answers a known path with the wrong method with 405', async () => {
     const res = await request(`${listening.url}/count`, { timeoutMs: 2_000 });
     assert.equal(res.status, 405);

@@ -234,7 +234,8 @@ export class App {
   }
 
   private async invoke(req: GymRequest): Promise<GymReply> {
-    const handler = this.routes.get(`${req.method} ${req.path}`);
+    // HEAD is GET without a body (node:http drops the body of a HEAD reply), so monitors and `curl -I` get the GET's status.
+    const handler = this.routes.get(`${req.method === 'HEAD' ? 'GET' : req.method} ${req.path}`);
     if (!handler) {
       const status = this.paths.has(req.path) ? 405 : 404;
       return { status, body: { detail: status === 405 ? 'Method Not Allowed' : 'Not Found' } };
