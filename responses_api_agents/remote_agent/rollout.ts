@@ -12,7 +12,7 @@ import { CookieJar } from '../../src/http/cookies.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
-import { EnvironmentJar, type Environment } from './environment.js';
+import { EnvironmentJar, VerifiedRow, type Environment } from './environment.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
@@ -76,7 +76,11 @@ export interface RunOptions {
   stepLatency?: boolean;
 }
 
-export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row> {
+/**
+ * A success is the `/verify` answer as text (`VerifiedRow`, passed through to the caller unparsed); a failure is a
+ * row object.
+ */
+export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row | VerifiedRow> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
@@ -119,7 +123,7 @@ async function seedLoopVerify(
   ctx: RolloutContext,
   progress: RolloutProgress | undefined,
   stepLatency: boolean,
-): Promise<Row> {
+): Promise<VerifiedRow> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
@@ -150,7 +154,7 @@ async function seedLoopVerify(
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row.
-  return stepLatency ? { ...verified, [STEP_LATENCY_KEY]: trajectory.stepLatenciesSecs() } : verified;
+  return stepLatency ? verified.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : verified;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
