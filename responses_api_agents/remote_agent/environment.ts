@@ -45,10 +45,10 @@ export class Environment {
   /**
    * `/verify`, checked: a JSON object (nesting bounded) with a finite numeric `reward`. The answer is kept as its text,
    * not as the parsed value: it becomes the `/run` reply as is (C4), so the agent neither holds the parsed trajectory
-   * nor encodes it again; the parse only checks it.
+   * nor encodes it again; the parse only checks it. `body` is the encoded `{ ...row, response }` (`StepBody.verifyBody`).
    */
-  async verify(body: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<VerifiedRow> {
-    const res = await this.call('/verify', JSON.stringify(body), jar, budget);
+  async verify(body: Buffer, jar: EnvironmentJar, budget: RunBudget): Promise<VerifiedRow> {
+    const res = await this.call('/verify', body, jar, budget);
     this.checkSameBoot(res, jar);
     if (!isSuccess(res)) throw statusError(res);
     let result: unknown;
@@ -76,7 +76,7 @@ export class Environment {
     }
   }
 
-  private async call(path: string, jsonText: string, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
+  private async call(path: string, jsonText: string | Buffer, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
     try {
       return await callInternal(`${this.url}${path}`, {
         jsonText,

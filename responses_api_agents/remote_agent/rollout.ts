@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { STEP_LATENCY_KEY } from '../../src/collect/step-latency.js';
-import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
+import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
 import {
   describeError,
   isGymError,
@@ -17,6 +17,7 @@ import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
+import { StepBody } from './step-body.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
@@ -127,6 +128,7 @@ async function seedLoopVerify(
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
+  const stepBody = new StepBody(params, normalizeInput(params.input));
 
   progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
@@ -141,6 +143,7 @@ async function seedLoopVerify(
         envJar,
         maxSteps: ctx.config.maxSteps,
         budget,
+        stepBody,
         ...(progress ? { progress } : {}),
       },
       trajectory,
@@ -150,7 +153,7 @@ async function seedLoopVerify(
   progress?.enter('verifying');
   const verified = await stage(
     '/verify on the resources server failed: ',
-    ctx.environment.verify({ ...row, response }, envJar, budget),
+    ctx.environment.verify(stepBody.verifyBody(row, response), envJar, budget),
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row.
