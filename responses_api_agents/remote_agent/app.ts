@@ -4,11 +4,12 @@ import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
+import { exactUtf8 } from '../../src/http/utf8.js';
 import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from './budget.js';
 import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment, EnvironmentJar } from './environment.js';
+import { Environment, EnvironmentJar, VerifiedRow } from './environment.js';
 import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
@@ -81,7 +82,9 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
         return { body: rejectRunBody(`/run body rejected: ${(err as Error).message}`, ctx) };
       }
-      return { body: await runRollout(body, ctx, { callerSignal: req.signal, stepLatency: req.headers[STEP_LATENCY_HEADER] === '1' }) };
+      const result = await runRollout(body, ctx, { callerSignal: req.signal, stepLatency: req.headers[STEP_LATENCY_HEADER] === '1' });
+      // A verified row is the environment's JSON text, sent on as is (C4); a failure row is encoded here.
+      return result instanceof VerifiedRow ? { raw: exactUtf8(result.text), contentType: 'application/json' } : { body: result };
     },
 
     async responses(req) {

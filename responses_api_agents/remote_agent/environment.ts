@@ -42,8 +42,13 @@ export class Environment {
     return res.text();
   }
 
-  async verify(body: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<Record<string, unknown>> {
-    const res = await this.call('/verify', JSON.stringify(body), jar, budget);
+  /**
+   * `/verify`, checked: a JSON object (nesting bounded) with a finite numeric `reward`. The answer is kept as its text,
+   * not as the parsed value: it becomes the `/run` reply as is (C4), so the agent neither holds the parsed trajectory
+   * nor encodes it again; the parse only checks it. `body` is the encoded `{ ...row, response }` (`StepBody.verifyBody`).
+   */
+  async verify(body: Buffer, jar: EnvironmentJar, budget: RunBudget): Promise<VerifiedRow> {
+    const res = await this.call('/verify', body, jar, budget);
     this.checkSameBoot(res, jar);
     if (!isSuccess(res)) throw statusError(res);
     let result: unknown;
@@ -59,7 +64,7 @@ export class Environment {
     if (typeof reward !== 'number' || !Number.isFinite(reward)) {
       throw invalidVerifyBody(reward === undefined ? '`reward` is missing' : '`reward` is not a number');
     }
-    return result as Record<string, unknown>;
+    return new VerifiedRow(res.text());
   }
 
   /** Forward an `/aggregate_metrics` body unchanged. */
@@ -71,7 +76,7 @@ export class Environment {
     }
   }
 
-  private async call(path: string, jsonText: string, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
+  private async call(path: string, jsonText: string | Buffer, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
     try {
       return await callInternal(`${this.url}${path}`, {
         jsonText,
@@ -103,6 +108,17 @@ export class Environment {
         ? `could not reach ${server} (${path}: ${err.message}). Is it running?`
         : `${path} on ${server} failed: ${err.message}`;
     return new RetryableRolloutError('RESOURCES_SERVER_UNREACHABLE', message, { cause: err });
+  }
+}
+
+/** A `/verify` answer that passed the checks, as the JSON text of an object. */
+export class VerifiedRow {
+  constructor(readonly text: string) {}
+
+  /** The same object with one more field last (a field of that name already there is overridden, as a spread would). */
+  withField(name: string, value: unknown): VerifiedRow {
+    const end = this.text.lastIndexOf('}');
+    return new VerifiedRow(`${this.text.slice(0, end)},${JSON.stringify(name)}:${JSON.stringify(value)}${this.text.slice(end)}`);
   }
 }
 

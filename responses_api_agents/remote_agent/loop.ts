@@ -43,6 +43,8 @@ export interface LoopContext {
   budget: RunBudget;
   /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */
   progress?: RolloutProgress;
+  /** The step bodies' encoder, when the caller goes on to build the `/verify` body from it; else one of the loop's own. */
+  stepBody?: StepBody;
 }
 
 export async function runAgentLoop(
@@ -50,7 +52,7 @@ export async function runAgentLoop(
   ctx: LoopContext,
   trajectory: Trajectory,
 ): Promise<ResponseObject> {
-  const body = new StepBody(params, normalizeInput(params.input));
+  const body = ctx.stepBody ?? new StepBody(params, normalizeInput(params.input));
   for (let step = 1; ; step++) {
     ctx.progress?.enter('calling_service', step);
     const sentAt = performance.now();

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { STEP_LATENCY_KEY } from '../../src/collect/step-latency.js';
-import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
+import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
 import {
   describeError,
   isGymError,
@@ -12,11 +12,12 @@ import { CookieJar } from '../../src/http/cookies.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
-import { EnvironmentJar, type Environment } from './environment.js';
+import { EnvironmentJar, VerifiedRow, type Environment } from './environment.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
+import { StepBody } from './step-body.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
@@ -76,7 +77,11 @@ export interface RunOptions {
   stepLatency?: boolean;
 }
 
-export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row> {
+/**
+ * A success is the `/verify` answer as text (`VerifiedRow`, passed through to the caller unparsed); a failure is a
+ * row object.
+ */
+export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row | VerifiedRow> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
@@ -119,10 +124,11 @@ async function seedLoopVerify(
   ctx: RolloutContext,
   progress: RolloutProgress | undefined,
   stepLatency: boolean,
-): Promise<Row> {
+): Promise<VerifiedRow> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
+  const stepBody = new StepBody(params, normalizeInput(params.input));
 
   progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
@@ -137,6 +143,7 @@ async function seedLoopVerify(
         envJar,
         maxSteps: ctx.config.maxSteps,
         budget,
+        stepBody,
         ...(progress ? { progress } : {}),
       },
       trajectory,
@@ -146,11 +153,11 @@ async function seedLoopVerify(
   progress?.enter('verifying');
   const verified = await stage(
     '/verify on the resources server failed: ',
-    ctx.environment.verify({ ...row, response }, envJar, budget),
+    ctx.environment.verify(stepBody.verifyBody(row, response), envJar, budget),
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row.
-  return stepLatency ? { ...verified, [STEP_LATENCY_KEY]: trajectory.stepLatenciesSecs() } : verified;
+  return stepLatency ? verified.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : verified;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {

@@ -119,7 +119,7 @@ describe('I. Gym-side failures', () => {
   test('case 52: an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
     const env = await startRecordingEnv();
     class BuggyEnvironment extends Environment {
-      override async verify(): Promise<Record<string, unknown>> {
+      override async verify(): Promise<never> {
         throw new TypeError('internal bug');
       }
     }

@@ -40,3 +40,21 @@ test('StepBody keeps input where the params put it: first, last, or alone', () =
     assert.deepEqual(new StepBody(params as unknown as CreateParams, input).build(items), expected(params, input, items));
   }
 });
+
+test('verifyBody writes the bytes JSON.stringify({ ...row, response }) would, items encoded or not yet', () => {
+  const params = { model: 'm', input: [{ role: 'user', content: 'q 😀' }] };
+  const input = params.input as unknown[];
+  const items: unknown[] = [{ type: 'function_call', call_id: 'c1', name: 't', arguments: '{}' }];
+  for (const row of [{}, { responses_create_params: params, expected_count: 3, '7': 'integer-like key', note: undefined }]) {
+    const body = new StepBody(params as unknown as CreateParams, input);
+    body.build(items);
+    const trajectory = [...items, { type: 'function_call_output', call_id: 'c1', output: 'o' }, { type: 'message', role: 'assistant', content: 'x'.repeat(70_000) }];
+    for (const response of [
+      { id: 'r', output: trajectory, usage: null, status: 'completed', skipped: undefined },
+      { output: trajectory },
+      { id: 'r', object: 'response', output: [...items], usage: { input_tokens: 1, output_tokens: 2 } },
+    ]) {
+      assert.deepEqual(body.verifyBody(row, response), Buffer.from(JSON.stringify({ ...row, response })));
+    }
+  }
+});

@@ -51,7 +51,42 @@ export class StepBody {
     pieces.push(this.tail);
     return Buffer.concat(pieces);
   }
+
+  /**
+   * The `/verify` body: exactly the bytes of `JSON.stringify({ ...row, response })`, where `response.output` is the
+   * trajectory's items (`Trajectory.toResponse()`), written from the items already encoded for the service calls.
+   * At the verify step the trajectory is then held as its items and their encodings plus this one body, with no
+   * intermediate string of the whole. `row` has no `response` of its own (stale result keys are stripped).
+   */
+  verifyBody(row: Record<string, unknown>, response: { output: readonly unknown[] } & Record<string, unknown>): Buffer {
+    const items = response.output;
+    for (let i = this.parts.length - this.inputCount; i < items.length; i++) this.parts.push(encodeElement(items[i]));
+    const rowText = JSON.stringify(row);
+    const pieces: Buffer[] = [Buffer.from(`${rowText.slice(0, -1)}${rowText === '{}' ? '' : ','}"response":{`)];
+    let first = true;
+    for (const key of Object.keys(response)) {
+      const name = JSON.stringify(key);
+      if (key === 'output') {
+        pieces.push(Buffer.from(`${first ? '' : ','}${name}:[`));
+        for (let i = 0; i < items.length; i++) {
+          if (i > 0) pieces.push(COMMA);
+          pieces.push(this.parts[this.inputCount + i]!);
+        }
+        pieces.push(CLOSE_ARRAY);
+      } else {
+        const value = JSON.stringify(response[key]);
+        if (value === undefined) continue;
+        pieces.push(Buffer.from(`${first ? '' : ','}${name}:${value}`));
+      }
+      first = false;
+    }
+    pieces.push(CLOSE_TWO_OBJECTS);
+    return Buffer.concat(pieces);
+  }
 }
+
+const CLOSE_ARRAY = Buffer.from(']');
+const CLOSE_TWO_OBJECTS = Buffer.from('}}');
 
 const COMMA = Buffer.from(',');
 
