@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { seededRandom } from '../../../src/seeded-random.js';
+import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
 import { COUNTER_TOOLS } from '../tools.js';
 
 /**
@@ -58,20 +59,11 @@ interface Args {
 }
 
 export function parseArgs(argv: readonly string[]): Args {
-  const values = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    const [name, inline] = flag.split('=', 2) as [string, string | undefined];
-    if (!['--rows', '--out', '--seed'].includes(name)) throw new Error(`unknown argument '${flag}'`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new Error(`${name} needs a value`);
-    values.set(name, value);
-  }
+  const { values } = readGeneratorFlags(argv, ['--rows', '--out', '--seed']);
   const rows = Number(values.get('--rows') ?? '100000');
-  const seed = Number(values.get('--seed') ?? '0');
   const out = values.get('--out');
   if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rows must be a non-negative integer, got '${values.get('--rows')}'`);
-  if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, got '${values.get('--seed')}'`);
+  const seed = seedFlag(values);
   if (!out) throw new Error('--out <path> is required');
   return { rows, out, seed };
 }

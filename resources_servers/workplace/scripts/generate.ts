@@ -4,6 +4,7 @@ import { addDays, addMinutes, weekdayOf, type CalendarEvent, type Contact, type 
 import { WORKPLACE_TOOLS } from '../app.js';
 import type { ExpectedChange } from '../verify.js';
 import { seededRandom } from '../../../src/seeded-random.js';
+import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
 
 /**
  * Seeded workplace tasks of graded difficulty:
@@ -485,26 +486,13 @@ interface Args {
 }
 
 export function parseArgs(argv: readonly string[]): Args {
-  const values = new Map<string, string>();
-  let example = false;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--example') {
-      example = true;
-      continue;
-    }
-    const [name, inline] = flag.split('=', 2) as [string, string | undefined];
-    if (!['--rows', '--out', '--seed', '--difficulty'].includes(name)) throw new Error(`unknown argument '${flag}'`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new Error(`${name} needs a value`);
-    values.set(name, value);
-  }
+  const { values, switches } = readGeneratorFlags(argv, ['--rows', '--out', '--seed', '--difficulty'], ['--example']);
+  const example = switches.has('--example');
   const rows = Number(values.get('--rows') ?? '200');
-  const seed = Number(values.get('--seed') ?? '0');
   const difficulty = values.has('--difficulty') ? Number(values.get('--difficulty')) : undefined;
   const out = values.get('--out');
   if (!Number.isInteger(rows) || rows < 0 || rows > 1_000_000) throw new Error(`--rows must be an integer from 0 to 1000000, got '${values.get('--rows')}'`);
-  if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, got '${values.get('--seed')}'`);
+  const seed = seedFlag(values);
   if (difficulty !== undefined && (!Number.isInteger(difficulty) || difficulty < 1 || difficulty > 5)) {
     throw new Error(`--difficulty must be 1, 2, 3, 4 or 5, got '${values.get('--difficulty')}'`);
   }
