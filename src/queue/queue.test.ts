@@ -291,12 +291,28 @@ test('bad queue settings are one clear paragraph, before anything runs', { timeo
 
 test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once', { timeout: 45_000 }, async () => {
   const n = 60;
-  const { server, dir, env, worker } = await oneWorkerScene('flush', n, 10);
+  const server = await redis();
+  const dir = tempDir('tsgym-queue-flush-');
+  // Tasks from 10 on wait at a gate until Redis has been emptied, so rollouts are surely in flight at the flush
+  // however fast the machine is (without it, a quiet machine could finish all 60 before the flush lands).
+  let openGate!: () => void;
+  const gate = new Promise<void>((resolve) => (openGate = resolve));
+  const env = await environment({
+    alpha: async (row) => {
+      if (Number(row._ng_task_index) >= 10) await gate;
+      return fakeReply.success(row, 1);
+    },
+  });
+  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  const worker = startWorker(server, env, 'w1', dir, 8);
   const run = collector(server, env.head, dir);
   await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  await waitFor(() => env.calls() >= 18, 'the next rollouts held in flight at the gate');
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
   await admin.flushall();
   admin.disconnect();
+  await waitFor(() => /Redis no longer holds this run's data/.test(run.stderr()), 'the collector to notice the emptied Redis', 20_000);
+  openGate();
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assert.match(result.stderr, /Redis no longer holds this run's data/);
