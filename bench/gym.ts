@@ -2,7 +2,7 @@ import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeF
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchServerInstances } from '../src/env/head-client.js';
+import { fetchServerInstances } from '../src/supervisor/head-client.js';
 import { captureTail, sampleProc, start, stop, waitForExit, waitForLine, type ProcSample } from './procs.js';
 
 /**

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { request } from '../../src/http/client.js';
-import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../testing/helpers.js';
+import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
 import { buildPrompt, parseEnvelope } from './brain.js';
 
 /**
@@ -17,7 +17,7 @@ describe('claude-cli service with a fake claude on PATH', () => {
   before(() => {
     bin = mkdtempSync(path.join(os.tmpdir(), 'fake-claude-'));
     log = path.join(bin, 'calls.jsonl');
-    const fake = path.join(DIST_EXAMPLES, 'claude-cli/testing/fake-claude.js');
+    const fake = path.join(DIST_EXAMPLES, '../test/support/fake-claude.js');
     writeFileSync(path.join(bin, 'claude'), `#!/bin/sh\nexec "${process.execPath}" "${fake}" "$@"\n`);
     chmodSync(path.join(bin, 'claude'), 0o755);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
-import { assertAgentCheckPasses, DIST_EXAMPLES, runCounterRollouts, spawnService, trajectoryTypes } from '../testing/helpers.js';
+import { assertAgentCheckPasses, DIST_EXAMPLES, runCounterRollouts, spawnService, trajectoryTypes } from '../../test/support/examples.js';
 import { createCounterPlanner, parseCounterTask, startCounterPlannerService } from './index.js';
 
 const INCREMENT: FunctionTool = { type: 'function', name: 'increment_counter', parameters: {} };

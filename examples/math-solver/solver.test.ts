@@ -10,7 +10,7 @@ import { DEFAULT_MATH_CONFIG } from '../../resources_servers/math/config.js';
 import { mathRows } from '../../resources_servers/math/scripts/generate.js';
 import { CALCULATOR_TOOL } from '../../resources_servers/math/tools.js';
 import { verifyMath } from '../../resources_servers/math/verify.js';
-import { DIST_EXAMPLES, REPO_ROOT, spawnService } from '../testing/helpers.js';
+import { DIST_EXAMPLES, REPO_ROOT, spawnService } from '../../test/support/examples.js';
 import { createMathSolver, MATH_SOLVER_BRAIN, planMathTask, startMathSolver } from './index.js';
 
 const ctx = {} as DecideContext;

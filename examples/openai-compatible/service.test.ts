@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { INCREMENT_COUNTER_TOOL } from '../../src/check/counter-sim.js';
+import { INCREMENT_COUNTER_TOOL } from '../../src/counter/tools.js';
 import { request } from '../../src/http/client.js';
 import { serve, type RunningService } from '../../src/service/index.js';
-import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../testing/helpers.js';
-import { startFakeModelServer } from './testing/fake-model-server.js';
+import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
+import { startFakeModelServer } from '../../test/support/fake-model-server.js';
 import { createOpenAiDecide, toChatMessages } from './brain.js';
 
 const TASK = {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { request } from '../../src/http/client.js';
-import { assertAgentCheckPasses, REPO_ROOT, runCounterRollouts, spawnService, trajectoryTypes, type SpawnedService } from '../testing/helpers.js';
+import { assertAgentCheckPasses, REPO_ROOT, runCounterRollouts, spawnService, trajectoryTypes, type SpawnedService } from '../../test/support/examples.js';
 
 const SCRIPT = path.join(REPO_ROOT, 'examples/python-stdlib/service.py');
 const hasPython = spawnSync('python3', ['--version']).status === 0;

@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { sandboxTestsUnavailable } from '../../resources_servers/shell/sandbox/testing.js';
+import { sandboxTestsUnavailable } from '../../test/support/sandbox.js';
 import { EXAMPLE_JSONL, exampleRows } from '../../resources_servers/shell/scripts/generate.js';
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
 import { runAgentCheck } from '../../src/check/agent-check.js';
 import { loadRowProbes } from '../../src/check/row-probes.js';
-import { REPO_ROOT } from '../testing/helpers.js';
+import { REPO_ROOT } from '../../test/support/examples.js';
 import { createShellSolver, SCRIPTS, startShellSolver } from './index.js';
 
 const TOOLS: FunctionTool[] = ['run_command', 'read_file', 'write_file', 'list_dir'].map((name) => ({ type: 'function', name, parameters: {} }));

@@ -6,7 +6,7 @@ import type { WorkplaceRow } from '../../resources_servers/workplace/scripts/gen
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
 import { runAgentCheck } from '../../src/check/agent-check.js';
 import { loadRowProbes } from '../../src/check/row-probes.js';
-import { DIST_EXAMPLES, REPO_ROOT, runDatasetRollouts, spawnService } from '../testing/helpers.js';
+import { DIST_EXAMPLES, REPO_ROOT, runDatasetRollouts, spawnService } from '../../test/support/examples.js';
 import { createWorkplaceSolver, parseWorkplaceRequest, startWorkplaceSolverService } from './index.js';
 
 const DATA = `${REPO_ROOT}resources_servers/workplace/data/`;

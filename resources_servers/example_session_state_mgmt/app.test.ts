@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { placeholderResponse } from '../../src/contract.js';
+import { placeholderResponse } from '../../src/contract/index.js';
 import { request, type HttpResponse } from '../../src/http/client.js';
 import type { Listening } from '../../src/http/server.js';
 import { createCounterServer } from './app.js';

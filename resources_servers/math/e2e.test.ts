@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../src/collect/cli-harness.js';
+import { readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
-import { DIST_EXAMPLES, spawnService, type SpawnedService } from '../../examples/testing/helpers.js';
+import { DIST_EXAMPLES, spawnService, type SpawnedService } from '../../test/support/examples.js';
 import { CALCULATOR_TOOL } from './tools.js';
 
 const CONFIG = 'resources_servers/math/configs/math.yaml';

@@ -1,4 +1,4 @@
-import { isAssistantMessage } from '../../src/contract.js';
+import { isAssistantMessage } from '../../src/contract/index.js';
 import type { MathConfig } from './config.js';
 import { compareAnswers, type MatchReason } from './equivalence.js';
 import { extractAnswer, type ExtractionStrategy } from './extract.js';

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../../src/collect/cli-harness.js';
+import { readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
 

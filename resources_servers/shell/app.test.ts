@@ -7,12 +7,12 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { findFreePort } from '../../src/config/index.js';
-import { placeholderResponse } from '../../src/contract.js';
+import { placeholderResponse } from '../../src/contract/index.js';
 import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
-import { eventually, mountsUnder, pidsMentioning, pidsOfUid, sandboxTestsUnavailable } from './sandbox/testing.js';
+import { eventually, mountsUnder, pidsMentioning, pidsOfUid, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
 import { hostProcesses } from './sandbox/sandbox.js';
 
 /** Whether a process runs exactly `command` (its argv joined by spaces). */

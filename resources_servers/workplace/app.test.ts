@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { placeholderResponse } from '../../src/contract.js';
+import { placeholderResponse } from '../../src/contract/index.js';
 import { serveEnvironment, type RunningEnvironment } from '../../src/environment/index.js';
 import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';

@@ -12,10 +12,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createWorkplaceSolver, startWorkplaceSolverService } from '../../examples/workplace-solver/index.js';
-import { readJsonl, runGym, tempDir, waitFor } from '../../src/collect/cli-harness.js';
+import { readJsonl, runGym, tempDir, waitFor } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
 import { serve } from '../../src/service/index.js';
-import { GYM_BIN } from '../../src/env/testing-fixtures.js';
+import { GYM_BIN } from '../../test/support/environments.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CONFIG = path.join(ROOT, 'resources_servers/workplace/configs/workplace.yaml');

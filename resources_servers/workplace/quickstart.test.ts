@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { runGym, tempDir } from '../../src/collect/cli-harness.js';
+import { runGym, tempDir } from '../../test/support/cli.js';
 
 test('gym quickstart --env workplace: 7 rollouts, mean reward 1.0, the profile shows the state-check columns', async () => {
   const cwd = tempDir('tsgym-workplace-quickstart-');

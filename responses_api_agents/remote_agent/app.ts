@@ -1,5 +1,5 @@
-import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
-import { validateCreateParams } from '../../src/contract.js';
+import { STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
+import { validateCreateParams } from '../../src/contract/index.js';
 import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
@@ -9,7 +9,7 @@ import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from './budget.js';
 import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment, EnvironmentJar, VerifiedRow } from './environment.js';
+import { Environment, EnvironmentJar, VerifiedRow } from './resources-client.js';
 import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';

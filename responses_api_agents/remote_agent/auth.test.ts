@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { finalAnswer, functionCall, makeTestCa, toolAsk, reply, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { basicRow, startHarness } from './test-harness.js';
+import { basicRow, startHarness } from '../../test/support/remote-agent.js';
 
 const TOKEN = `tok-${process.pid}-s3cr3t-value`;
 const KEY_ENV = 'TSGYM_AUTH_TEST_TOKEN';

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { ConfigError } from '../../src/errors.js';
 import { FifoSemaphore } from '../../src/server/agent-server.js';
 import { createRemoteAgent } from './app.js';
-import { normalizeAgentBaseUrl, parseRemoteAgentConfig, pyFloat } from './config.js';
+import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
+import { parseRemoteAgentConfig, pyFloat } from './config.js';
 
 const REF = { type: 'resources_servers', name: 'counter_env' };
 const parse = (extra: Record<string, unknown>) =>

@@ -11,7 +11,7 @@ import {
   type ServiceCall,
   type ServiceHandler,
 } from '../../src/testing/index.js';
-import { listenEnv, startHarness, typesOf, type Row } from './test-harness.js';
+import { listenEnv, startHarness, typesOf, type Row } from '../../test/support/remote-agent.js';
 
 /** Case 73: the in-repo counter environment end to end, the way the quickstart runs it. */
 

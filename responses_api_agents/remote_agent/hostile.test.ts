@@ -18,9 +18,9 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { seededRandom as prng } from '../../src/seeded-random.js';
-import { keysOf, readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../src/collect/cli-harness.js';
+import { keysOf, readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
-import { eventually, isAlive, peakRssMiB, processesWithMarker, serverInstances, waitForEnvironment } from '../../src/env/testing-fixtures.js';
+import { eventually, isAlive, peakRssMiB, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
 import { finalAnswer, functionCall, toolAsk } from '../../src/testing/index.js';
 
 const SEED = Number(process.env.TSGYM_HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -15,7 +15,7 @@ import {
   toolOutputsIn,
 } from '../../src/testing/index.js';
 import { checkArguments, planStep, toolNameRefusal } from './loop.js';
-import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from './test-harness.js';
+import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
 
 const inc = (count: number, id?: string) => functionCall('increment_counter', { count }, id);
 

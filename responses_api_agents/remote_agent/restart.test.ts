@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createCounterServer } from '../../resources_servers/example_session_state_mgmt/app.js';
-import { SERVER_BOOT_HEADER } from '../../src/server/session.js';
+import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
 import { finalAnswer, functionCall, toolAsk, type ServiceCall } from '../../src/testing/index.js';
-import { basicRow, gates, listenEnv, startHarness, type RecordingEnv, type Row } from './test-harness.js';
+import { basicRow, gates, listenEnv, startHarness, type RecordingEnv, type Row } from '../../test/support/remote-agent.js';
 
 const ENV_NAME = 'example_session_state_mgmt_resources_server';
 /** Seeded at 3, +1 then +2: the counter environment scores 1.0 only on the session that saw both increments. */

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { STEP_LATENCY_KEY } from '../../src/collect/step-latency.js';
-import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract.js';
+import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
+import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
 import {
   describeError,
   isGymError,
@@ -12,7 +12,7 @@ import { CookieJar } from '../../src/http/cookies.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
-import { EnvironmentJar, VerifiedRow, type Environment } from './environment.js';
+import { EnvironmentJar, VerifiedRow, type Environment } from './resources-client.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';

@@ -10,9 +10,9 @@ import {
   toolAsk,
   type ServiceCall,
 } from '../../src/testing/index.js';
-import { Environment } from './environment.js';
+import { Environment } from './resources-client.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
-import { basicRow, ENV_COOKIE, gates, listenEnv, startHarness, startRecordingEnv, typesOf } from './test-harness.js';
+import { basicRow, ENV_COOKIE, gates, listenEnv, startHarness, startRecordingEnv, typesOf } from '../../test/support/remote-agent.js';
 
 /** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
 async function until(predicate: () => boolean, what: string): Promise<void> {

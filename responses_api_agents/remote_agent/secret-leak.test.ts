@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../src/collect/cli-harness.js';
+import { readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply, firstAddend } from '../../src/testing/counter-brain.js';

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
-import { validateResponse, type ResponseObject } from '../../src/contract.js';
+import { validateResponse, type ResponseObject } from '../../src/contract/index.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { Dispatcher } from 'undici';
 import {
@@ -15,7 +15,7 @@ import {
 import type { CookieJar } from '../../src/http/cookies.js';
 import type { RunBudget } from './budget.js';
 import { pyFloat } from './config.js';
-import { redactSecrets, type ServiceAuth } from './service-auth.js';
+import { redactSecrets, type ServiceAuth } from '../../src/http/service-auth.js';
 import type { RolloutProgress } from './status.js';
 
 /**

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { z } from 'zod';
-import { STEP_LATENCY_HEADER } from '../../src/collect/step-latency.js';
+import { STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
 import { request } from '../../src/http/client.js';
 import { tool } from '../../src/server/resources-server.js';
 import { finalAnswer, functionCall, reply, toolAsk } from '../../src/testing/index.js';
 import type { AgentStatusBody } from './status.js';
-import { basicRow, startHarness, type Harness } from './test-harness.js';
+import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
 
 const harnesses: Harness[] = [];
 after(async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CreateParams } from '../../src/contract.js';
+import type { CreateParams } from '../../src/contract/index.js';
 import { StepBody } from './step-body.js';
 
 /** What the loop sent before StepBody existed; StepBody must produce these exact bytes. */

@@ -1,4 +1,4 @@
-import type { CreateParams } from '../../src/contract.js';
+import type { CreateParams } from '../../src/contract/index.js';
 
 /**
  * The body of each service call of one rollout: exactly the bytes of

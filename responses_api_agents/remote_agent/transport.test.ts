@@ -11,7 +11,7 @@ import {
   toolAsk,
 } from '../../src/testing/index.js';
 import { retryAfterMs } from './service-client.js';
-import { basicRow, startHarness, type Harness } from './test-harness.js';
+import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
 
 /** Rows of failed rollouts: non-terminal unless said, and the environment's /verify never called. */
 function assertFailed(h: Harness, result: Record<string, any>, text: RegExp | string, terminal = false): void {

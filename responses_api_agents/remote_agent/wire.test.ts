@@ -12,7 +12,7 @@ import {
   startScriptedService,
   toolAsk,
 } from '../../src/testing/index.js';
-import { basicRow, ENV_COOKIE, listenEnv, startHarness, typesOf, type EnvRequest } from './test-harness.js';
+import { basicRow, ENV_COOKIE, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
 
 describe('B. what the service receives', () => {
   test("case 6: the first request is the row's create-params exactly — no defaults, no answer key, no extras, no _ng_*", async () => {

@@ -1,10 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import { normalizeInput } from '../contract.js';
+import { normalizeInput } from '../contract/index.js';
 import { CookieJar } from '../http/cookies.js';
 import type { Dispatcher } from 'undici';
-import { redactSecrets, type ServiceAuth } from '../../responses_api_agents/remote_agent/service-auth.js';
+import { redactSecrets, type ServiceAuth } from '../http/service-auth.js';
 import { createDispatcher, HttpTransportError, request, type RequestOptions } from '../http/client.js';
-import { CounterSimulation, GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from './counter-sim.js';
+import { CounterSimulation } from '../counter/simulation.js';
+import { GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from '../counter/tools.js';
 import { inspectResponse, type Finding, type Level, type Reading } from './inspect.js';
 import { argumentsProblem, type RowProbe } from './row-probes.js';
 

@@ -1,4 +1,4 @@
-import { isAssistantMessage, validateResponse, validateUsage } from '../contract.js';
+import { isAssistantMessage, validateResponse, validateUsage } from '../contract/index.js';
 
 /**
  * The per-response rules of `gym agent check`, applied to every answer a service gives, plus Gym's reading of

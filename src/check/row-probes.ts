@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { validateCreateParams } from '../contract.js';
-import { isBlank, malformedLine, parseLine, readRawLines } from '../collect/jsonl.js';
+import { validateCreateParams } from '../contract/index.js';
+import { isBlank, malformedLine, parseLine, readRawLines } from '../runfiles/jsonl.js';
 import { ConfigError } from '../errors.js';
 
 /**

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { spawnGym, tempDir, writeJsonl } from '../collect/cli-harness.js';
+import { spawnGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 
 test('gym eval profile with its stdout closed by the reader exits 0 without a stack trace and still writes its files', async () => {
   const dir = tempDir('tsgym-epipe-');

@@ -4,12 +4,12 @@
  * `<stem>_aggregate_metrics.json` — one entry per agent, with the run's outcome counts (D1) beside the metrics.
  */
 import { isPlainObject } from '../config/types.js';
-import { writeFileAtomic } from './jsonl.js';
+import { writeFileAtomic } from '../runfiles/jsonl.js';
 import { callInternal } from '../http/client.js';
-import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../profile/metrics.js';
+import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../metrics/metrics.js';
 import type { AgentDirectory } from './agents.js';
 import type { Row } from './materialize.js';
-import { countsJson, type OutcomeLedger } from './outcomes.js';
+import { countsJson, type OutcomeLedger } from '../runfiles/outcomes.js';
 
 const HEAVY_FIELDS = ['response', 'responses_create_params', 'ng_agent_observations', 'ng_model_call_capture', 'ng_trajectory'];
 const AGGREGATE_TIMEOUT_MS = 600_000;

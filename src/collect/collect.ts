@@ -21,18 +21,18 @@ import {
 } from './aggregate.js';
 import type { AgentDirectory } from './agents.js';
 import { maxRolloutAttempts, type CollectionConfig } from './config.js';
-import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, readRawLines, scanRowsFile, truncateFile } from './jsonl.js';
-import { TaskCounters } from './key-tables.js';
+import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, readRawLines, scanRowsFile, truncateFile } from '../runfiles/jsonl.js';
+import { TaskCounters } from '../runfiles/key-tables.js';
 import { materializeRows, scanInput, type InputScan, type Row } from './materialize.js';
-import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from './outcomes.js';
-import { artifactPaths, checkOutputPath, type ArtifactPaths } from './paths.js';
+import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from '../runfiles/outcomes.js';
+import { artifactPaths, checkOutputPath, type ArtifactPaths } from '../runfiles/paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
-import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './queue.js';
+import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './executor.js';
 import { AgentReachability, isUndelivered } from './reachability.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
 import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
 import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
-import { STEP_LATENCY_KEY } from './step-latency.js';
+import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */

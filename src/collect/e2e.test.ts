@@ -10,8 +10,8 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
 import { reply, startScriptedService, type ScriptedService } from '../testing/index.js';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir } from './cli-harness.js';
-import { addendsOf, counterEvalArgs, solveCounterTask } from './live-run-harness.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
+import { addendsOf, counterEvalArgs, solveCounterTask } from '../../test/support/live-run.js';
 
 const services: ScriptedService[] = [];
 after(async () => {

@@ -10,8 +10,8 @@ import { ConfigError } from '../errors.js';
 import { isPlainObject } from '../config/types.js';
 import type { AgentDirectory } from './agents.js';
 import type { CollectionConfig, NumRepeats } from './config.js';
-import { malformedLine, parseLine, readRawLines, type RawLine } from './jsonl.js';
-import { LineIndexTable, TaskCounters } from './key-tables.js';
+import { malformedLine, parseLine, readRawLines, type RawLine } from '../runfiles/jsonl.js';
+import { LineIndexTable, TaskCounters } from '../runfiles/key-tables.js';
 
 export type Row = Record<string, unknown>;
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { keysOf, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl } from './cli-harness.js';
+import { keysOf, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl } from '../../test/support/cli.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 after(async () => {

@@ -9,7 +9,7 @@
  * mid-call also closes the gate until a probe answers (the call itself was delivered and is a failure row), so the
  * next job is not sent down a pooled socket to a process that just died.
  */
-import { answers } from '../env/readiness.js';
+import { answers } from '../http/readiness.js';
 import { delay } from '../http/client.js';
 import type { Row } from './materialize.js';
 

@@ -7,7 +7,7 @@ import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from './cli-harness.js';
+import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from '../../test/support/cli.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 after(async () => {

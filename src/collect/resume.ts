@@ -8,11 +8,11 @@
 import { existsSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { CollectionConfig } from './config.js';
-import { malformedLine, parseLine, readRawLines, scanRowsFile, type TornTail } from './jsonl.js';
-import { isRolloutKey, RolloutKeyTable } from './key-tables.js';
+import { malformedLine, parseLine, readRawLines, scanRowsFile, type TornTail } from '../runfiles/jsonl.js';
+import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
 import { firstDifference, materializeRows, type Row } from './materialize.js';
-import { agentNameOfRow, rewardOf, type Outcome } from './outcomes.js';
-import type { ArtifactPaths } from './paths.js';
+import { agentNameOfRow, rewardOf, type Outcome } from '../runfiles/outcomes.js';
+import type { ArtifactPaths } from '../runfiles/paths.js';
 
 const DONE = 1;
 const TERMINAL = 2;

@@ -3,14 +3,14 @@
  * collector puts on every result (reference-gym.md §4.5), and where the result goes — successes to
  * `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
  */
-import { placeholderResponse, validateCreateParams } from '../contract.js';
+import { placeholderResponse, validateCreateParams } from '../contract/index.js';
 import { isPlainObject } from '../config/types.js';
 import { HttpTransportError, neverDelivered, request, type HttpResponse } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
 import type { Row } from './materialize.js';
-import type { RolloutExecutor } from './queue.js';
+import type { RolloutExecutor } from './executor.js';
 import { undeliveredResult, type AgentReachability } from './reachability.js';
-import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from './step-latency.js';
+import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 
 const STEP_LATENCY_REQUEST = { [STEP_LATENCY_HEADER]: '1' };
 

@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fakeReply, fakeResponse, startFakeAgent, startFakeHead, type FakeHead, type Row } from '../testing/fake-agent.js';
-import { keysOf, readJsonl, runGym, tempDir, writeJsonl } from './cli-harness.js';
+import { keysOf, readJsonl, runGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 let head: FakeHead;

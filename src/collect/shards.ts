@@ -9,10 +9,10 @@ import path from 'node:path';
 import { ConfigError } from '../errors.js';
 import { AggregationInput, aggregateAgents, localMetricsSource, writeAggregateFile, type MetricsSource } from './aggregate.js';
 import { expandGlob } from './glob.js';
-import { BatchedFileWriter, scanRowsFile } from './jsonl.js';
-import { isRolloutKey } from './key-tables.js';
-import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf } from './outcomes.js';
-import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from './paths.js';
+import { BatchedFileWriter, scanRowsFile } from '../runfiles/jsonl.js';
+import { isRolloutKey } from '../runfiles/key-tables.js';
+import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf } from '../runfiles/outcomes.js';
+import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from '../runfiles/paths.js';
 import type { Row } from './materialize.js';
 
 export interface AggregateShardsOptions {

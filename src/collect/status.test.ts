@@ -5,9 +5,9 @@ import { after, test } from 'node:test';
 import { ConfigError } from '../errors.js';
 import { findFreePort } from '../config/index.js';
 import { startScriptedService } from '../testing/index.js';
-import { readJsonl, runGym, tempDir, waitFor } from './cli-harness.js';
+import { readJsonl, runGym, tempDir, waitFor } from '../../test/support/cli.js';
 import { parseCollectionConfig } from './config.js';
-import { counterEvalArgs, solveCounterTask, startGatedRun, type GatedRun } from './live-run-harness.js';
+import { counterEvalArgs, solveCounterTask, startGatedRun, type GatedRun } from '../../test/support/live-run.js';
 import { RunStatusBoard, type StageReport } from './status.js';
 
 const runs: GatedRun[] = [];

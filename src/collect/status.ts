@@ -17,10 +17,11 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isPlainObject } from '../config/types.js';
 import { request } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
-import { rewardOf } from './outcomes.js';
+import { rewardOf } from '../runfiles/outcomes.js';
 import type { Route } from './routing.js';
 import type { Row } from './materialize.js';
-import { LatencyByStep, STEP_LATENCY_KEY } from './step-latency.js';
+import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import { LatencyByStep } from '../runfiles/step-latency.js';
 
 /** Stages a source may report (the remote agent's, see its status.ts); `queued` is also the collector's default. */
 export const STAGES = ['queued', 'seeding', 'calling_service', 'running_tool', 'retrying_overload', 'verifying'] as const;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { CreateParams, ResponseObject } from '../contract.js';
-import type { TaskMetricsHook } from '../profile/metrics.js';
+import type { CreateParams, ResponseObject } from '../contract/index.js';
+import type { TaskMetricsHook } from '../metrics/metrics.js';
 import { RESERVED_ROUTES } from '../server/resources-server.js';
 import type { DisposeReason, SessionOptions } from './sessions.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { placeholderResponse } from '../contract.js';
+import { placeholderResponse } from '../contract/index.js';
 import { request, type HttpResponse } from '../http/client.js';
-import { eventually } from '../env/testing-fixtures.js';
+import { eventually } from '../../test/support/environments.js';
 import { CookieJar } from '../http/cookies.js';
 import { defineEnvironment, serveEnvironment, ToolError, z, type RunningEnvironment } from './index.js';
 

@@ -53,5 +53,5 @@ export {
 } from './server.js';
 export { SessionStore, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_SESSIONS, type DisposeReason, type SessionOptions } from './sessions.js';
 export { isMainModule, type ServeContext } from '../server/serve.js';
-export type { CreateParams, ResponseObject } from '../contract.js';
-export type { TaskMetricsHook } from '../profile/metrics.js';
+export type { CreateParams, ResponseObject } from '../contract/index.js';
+export type { TaskMetricsHook } from '../metrics/metrics.js';

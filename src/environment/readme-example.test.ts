@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { placeholderResponse } from '../contract.js';
-import { eventually } from '../env/testing-fixtures.js';
+import { placeholderResponse } from '../contract/index.js';
+import { eventually } from '../../test/support/environments.js';
 import { request } from '../http/client.js';
 import { CookieJar } from '../http/cookies.js';
-import { KIT_URL, startEnvironmentProcess } from './process-fixture.js';
+import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
 
 /**
  * The README's "Write your own environment" example, exactly as printed (only its import path pointed at the compiled

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { listenEnv, startHarness } from '../../responses_api_agents/remote_agent/test-harness.js';
+import { listenEnv, startHarness } from '../../test/support/remote-agent.js';
 import { finalAnswer, functionCall, toolAsk, toolOutputsIn, type ServiceCall } from '../testing/index.js';
 import { defineEnvironment, EnvironmentServer, z } from './index.js';
 

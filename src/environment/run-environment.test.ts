@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { eventually } from '../env/testing-fixtures.js';
+import { eventually } from '../../test/support/environments.js';
 import { request } from '../http/client.js';
-import { KIT_URL, startEnvironmentProcess } from './process-fixture.js';
+import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
 
 /**
  * `runEnvironment` in a real server process, started the way `gym env start` starts one (the two config env vars):

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ResponseObject, CreateParams } from '../contract.js';
+import type { ResponseObject, CreateParams } from '../contract/index.js';
 import { ConfigError } from '../errors.js';
 import { HttpError, parseBody, type App, type Listening } from '../http/server.js';
 import { createResourcesServer, tool as baseTool, type SessionContext, type Tool, type VerifyResult } from '../server/resources-server.js';

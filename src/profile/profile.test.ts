@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, test } from 'node:test';
-import { readJsonl, runGym, tempDir, writeJsonl } from '../collect/cli-harness.js';
+import { readJsonl, runGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 
 const close = (actual: unknown, expected: number, what: string): void => {
   assert.equal(typeof actual, 'number', `${what} is a number`);

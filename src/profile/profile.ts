@@ -5,12 +5,12 @@
  */
 import { existsSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
-import { scanRowsFile, writeFileAtomic } from '../collect/jsonl.js';
-import { isRolloutKey, RolloutKeyTable } from '../collect/key-tables.js';
-import { agentNameOfRow, countsJson, LedgerBuilder, rewardOf, type OutcomeCounts, type OutcomeLedger } from '../collect/outcomes.js';
-import { failuresPathFor, profilePaths } from '../collect/paths.js';
-import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult, type Row } from './metrics.js';
-import { computePassMajorityMetrics } from './pass-at-k.js';
+import { scanRowsFile, writeFileAtomic } from '../runfiles/jsonl.js';
+import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
+import { agentNameOfRow, countsJson, LedgerBuilder, rewardOf, type OutcomeCounts, type OutcomeLedger } from '../runfiles/outcomes.js';
+import { failuresPathFor, profilePaths } from '../runfiles/paths.js';
+import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult, type Row } from '../metrics/metrics.js';
+import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
 
 export interface ProfileOptions {
   inputsPath: string;

@@ -4,7 +4,7 @@
  */
 import type { GlobalConfig } from '../config/types.js';
 import { collectRollouts, type CollectOptions } from '../collect/collect.js';
-import { artifactPaths } from '../collect/paths.js';
+import { artifactPaths } from '../runfiles/paths.js';
 import { collectorQueueSettings, queueAddressOf } from './config.js';
 import { fileDigest, runIdOf } from './protocol.js';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../collect/cli-harness.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
 import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
 

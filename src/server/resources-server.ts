@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { validateCreateParams, validateResponse, type CreateParams, type ResponseObject } from '../contract.js';
+import { validateCreateParams, validateResponse, type CreateParams, type ResponseObject } from '../contract/index.js';
 import { App, HttpError, parseBody, type GymRequest } from '../http/server.js';
-import { computeAggregateMetrics, type TaskMetricsHook } from '../profile/metrics.js';
+import { computeAggregateMetrics, type TaskMetricsHook } from '../metrics/metrics.js';
 import { sessionIdOf, sessionMiddleware } from './session.js';
 
 /**

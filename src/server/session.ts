@@ -11,7 +11,7 @@ const SESSION_MAX_AGE_SECONDS = 1_209_600; // two weeks, as the reference's sess
  * rollout as retryable instead of carrying on against a fresh, empty session. A forged or stale cookie still just
  * starts a fresh session (as the reference does) — the header is what tells the client its session is gone.
  */
-export const SERVER_BOOT_HEADER = 'x-gym-server-boot';
+import { SERVER_BOOT_HEADER } from '../contract/gym-wire.js';
 
 /**
  * Signed session cookie per server instance. The cookie is named `<ServerClass>___<instance>` (as the reference

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { validateResponse } from '../contract.js';
+import { validateResponse } from '../contract/index.js';
 import { CookieJar } from '../http/cookies.js';
 import { closeServer } from '../http/server.js';
 import { request, type HttpResponse } from '../http/client.js';

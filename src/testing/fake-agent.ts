@@ -5,7 +5,7 @@
  */
 import { stringify } from 'yaml';
 import { App, type Listening } from '../http/server.js';
-import { computeAggregateMetrics, type TaskMetricsHook } from '../profile/metrics.js';
+import { computeAggregateMetrics, type TaskMetricsHook } from '../metrics/metrics.js';
 
 export type Row = Record<string, unknown>;
 

@@ -9,10 +9,10 @@ import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { tempDir, writeJsonl } from '../collect/cli-harness.js';
-import { startGatedRun, type GatedRun } from '../collect/live-run-harness.js';
+import { tempDir, writeJsonl } from '../../test/support/cli.js';
+import { startGatedRun, type GatedRun } from '../../test/support/live-run.js';
 import { startViewServer, type ViewServer } from './server.js';
-import { FULL_TRAJECTORY, failure, success, writeRun } from './test-fixtures.js';
+import { FULL_TRAJECTORY, failure, success, writeRun } from '../../test/support/view-runs.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const shots = tempDir('tsgym-view-shots-');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { runGym, spawnGym, waitFor } from '../collect/cli-harness.js';
-import { writeRun } from './test-fixtures.js';
+import { runGym, spawnGym, waitFor } from '../../test/support/cli.js';
+import { writeRun } from '../../test/support/view-runs.js';
 
 test('gym view prints the URL it serves on, serves the index there, and stops on a signal', async () => {
   const run = writeRun();

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { tempDir } from '../collect/cli-harness.js';
+import { tempDir } from '../../test/support/cli.js';
 import { RolloutIndex } from './rollout-index.js';
 import { skimRow } from './skim.js';
-import { failure, success } from './test-fixtures.js';
+import { failure, success } from '../../test/support/view-runs.js';
 
 const line = (row: unknown): string => `${JSON.stringify(row)}\n`;
 const message = [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'ok' }] }];

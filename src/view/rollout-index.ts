@@ -8,9 +8,9 @@
  */
 import { open, stat } from 'node:fs/promises';
 import { isPlainObject } from '../config/types.js';
-import { isBlank, parseLine, readRawLines } from '../collect/jsonl.js';
-import { rewardOf } from '../collect/outcomes.js';
-import { failuresPathFor } from '../collect/paths.js';
+import { isBlank, parseLine, readRawLines } from '../runfiles/jsonl.js';
+import { rewardOf } from '../runfiles/outcomes.js';
+import { failuresPathFor } from '../runfiles/paths.js';
 import { skimRow, type Skimmed } from './skim.js';
 
 export type Source = 'main' | 'failures';

@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import { ConfigError } from '../errors.js';
 import { html } from './html.js';
 import { startViewServer, type ViewServer } from './server.js';
-import { appendRaw, HOSTILE, writeRun } from './test-fixtures.js';
+import { appendRaw, HOSTILE, writeRun } from '../../test/support/view-runs.js';
 
 const servers: ViewServer[] = [];
 after(() => Promise.all(servers.map((server) => server.close())));

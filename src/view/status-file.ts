@@ -5,8 +5,8 @@
  */
 import { open } from 'node:fs/promises';
 import { isPlainObject } from '../config/types.js';
-import { statusPathFor } from '../collect/paths.js';
-import { MAX_STEPS, type StepPercentiles } from '../collect/step-latency.js';
+import { statusPathFor } from '../runfiles/paths.js';
+import { MAX_STEPS, type StepPercentiles } from '../runfiles/step-latency.js';
 
 const MAX_STATUS_BYTES = 16 * 1024 * 1024;
 const MAX_IN_FLIGHT_SHOWN = 2000;

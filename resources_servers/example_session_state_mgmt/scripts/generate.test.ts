@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validateCreateParams } from '../../../src/contract.js';
+import { validateCreateParams } from '../../../src/contract/index.js';
 import { counterRowLines, parseArgs, writeCounterRows, type CounterRow } from './generate.js';
 
 describe('counter data generator', () => {

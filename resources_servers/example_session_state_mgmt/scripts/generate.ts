@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { seededRandom } from '../../../src/seeded-random.js';
 import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
-import { COUNTER_TOOLS } from '../tools.js';
+import { COUNTER_TOOLS } from '../../../src/counter/tools.js';
 
 /**
  * Synthetic counter tasks in the shape of `data/example.jsonl`, for load tests and benchmarks:

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { readJsonl, tempDir } from '../../../src/collect/cli-harness.js';
-import { validateCreateParams } from '../../../src/contract.js';
+import { readJsonl, tempDir } from '../../../test/support/cli.js';
+import { validateCreateParams } from '../../../src/contract/index.js';
 import { CALCULATOR_TOOL } from '../tools.js';
 import { convertFile, convertRow, ConvertError, referenceAnswer } from './convert.js';
 

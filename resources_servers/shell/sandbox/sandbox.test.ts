@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openSandboxHost, type LimitName, type Sandbox, type SandboxHost } from './sandbox.js';
-import { eventually, mountsUnder, pidsOfUid, sandboxTestsUnavailable } from './testing.js';
+import { eventually, mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
 
 const unavailable = sandboxTestsUnavailable();
 const MIB = 1024 * 1024;

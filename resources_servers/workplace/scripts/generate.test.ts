@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
-import { validateCreateParams } from '../../../src/contract.js';
+import { validateCreateParams } from '../../../src/contract/index.js';
 import { OfficeSchema, weekdayOf } from '../office.js';
 import { ExpectedChangesSchema } from '../verify.js';
 import { dateMentions, exampleRows, generateRows, parseArgs, rowsToJsonl, SUBTASK_ACTIONS, timeMentions, type WorkplaceRow } from './generate.js';

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { startCounterPlannerService, type StartedService } from '../../../examples/counter-planner/index.js';
 import { UsageError } from '../../errors.js';
 import path from 'node:path';
-import { runGym, tempDir } from '../../collect/cli-harness.js';
+import { runGym, tempDir } from '../../../test/support/cli.js';
 import { counterTaskReply } from '../../testing/counter-brain.js';
 import { makeTestCa, reply, startScriptedService, type ScriptedService } from '../../testing/index.js';
 import type { ParsedCommand } from '../argv.js';

@@ -1,5 +1,5 @@
-import { normalizeAgentBaseUrl } from '../../../responses_api_agents/remote_agent/config.js';
-import { parseServiceAuth, type ServiceAuth } from '../../../responses_api_agents/remote_agent/service-auth.js';
+import { normalizeAgentBaseUrl } from '../../http/service-url.js';
+import { parseServiceAuth, type ServiceAuth } from '../../http/service-auth.js';
 import { runAgentCheck } from '../../check/agent-check.js';
 import { DEFAULT_MAX_ROWS, loadRowProbes } from '../../check/row-probes.js';
 import { formatReport } from '../../check/format.js';

@@ -1,12 +1,12 @@
 import { describeConfig, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
-import { describeExit } from '../../env/server-process.js';
+import { describeExit } from '../../supervisor/server-process.js';
 import type { InstanceRecord } from '../../server/head-server.js';
-import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../env/supervisor.js';
+import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../supervisor/supervisor.js';
 import type { ParsedCommand } from '../argv.js';
 
 // The head-server client (and with it undici) is loaded only by the commands that talk to a running environment:
 // `gym env start` supervises for hours and should not hold it (see readiness.ts).
-const headClient = () => import('../../env/head-client.js');
+const headClient = () => import('../../supervisor/head-client.js');
 
 /** How long `gym env stop` waits for the environment to finish stopping (grace + kill + reap, with room). */
 const STOP_WAIT_MS = 15_000;

@@ -6,7 +6,7 @@ import { ConfigError } from '../../errors.js';
 import type { AgentDirectory } from '../../collect/agents.js';
 import type { CollectIO } from '../../collect/collect.js';
 import { headServerAddress, parseCollectionConfig, requireKeys } from '../../collect/config.js';
-import { checkOutputPath, materializedInputsPathFor } from '../../collect/paths.js';
+import { checkOutputPath, materializedInputsPathFor } from '../../runfiles/paths.js';
 import type { ParsedCommand } from '../argv.js';
 
 // Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
@@ -59,7 +59,7 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
 async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
   const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: true });
   const config = parseCollectionConfig(local);
-  const { startEnvironment } = await import('../../env/supervisor.js');
+  const { startEnvironment } = await import('../../supervisor/supervisor.js');
   const { agentDirectoryFromConfig } = await agentLookup();
   const { resolveInputPath } = await collecting();
   const { collectWithBackend } = await dispatching();

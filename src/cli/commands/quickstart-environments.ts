@@ -1,10 +1,15 @@
 /**
  * The environments `gym quickstart --env NAME` can run: for each, the config that declares the environment and a
  * `remote_agent` wired to it, the example rows, and the example service that solves them. The quickstart itself
- * is generic over this table; adding an environment to it is adding one entry here (its modules are imported
- * only when that entry is chosen, so the quickstart's start-up does not grow with the table).
+ * is generic over this table; adding an environment to it is adding one entry here. An example service is loaded
+ * by its path under the install's compiled tree, the way a user's own service is run, and only when its entry is
+ * chosen: the CLI has no compile-time dependency on `examples/` (they sit above the kits, beside the CLI), and the
+ * quickstart's start-up does not grow with the table.
  */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { GlobalConfig } from '../../config/index.js';
+import { installRoot } from '../../config/roots.js';
 import { ConfigError } from '../../errors.js';
 
 /** The example agent service an entry starts (each call to its `startService`). */
@@ -41,10 +46,8 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     config: 'counter_remote.yaml',
     agentName: 'remote_agent',
     exampleData: 'resources_servers/example_session_state_mgmt/data/example.jsonl',
-    startService: async (settings) => {
-      const { startCounterPlannerService } = await import('../../../examples/counter-planner/index.js');
-      return startCounterPlannerService(counterServiceOptions(settings));
-    },
+    startService: async (settings) =>
+      startExampleService('examples/counter-planner/index.js', 'startCounterPlannerService', counterServiceOptions(settings)),
   },
   {
     name: 'workplace',
@@ -54,7 +57,7 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     exampleData: 'resources_servers/workplace/data/example.jsonl',
     startService: async (settings) => {
       plannerOnly(settings, 'workplace', 'examples/workplace-solver');
-      return (await import('../../../examples/workplace-solver/index.js')).startWorkplaceSolverService();
+      return startExampleService('examples/workplace-solver/index.js', 'startWorkplaceSolverService');
     },
   },
   {
@@ -65,7 +68,7 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     exampleData: 'resources_servers/math/data/example.jsonl',
     startService: async (settings) => {
       plannerOnly(settings, 'math', 'examples/math-solver');
-      return (await import('../../../examples/math-solver/index.js')).startMathSolver();
+      return startExampleService('examples/math-solver/index.js', 'startMathSolver');
     },
   },
   {
@@ -76,7 +79,7 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     exampleData: 'resources_servers/shell/data/example.jsonl',
     startService: async (settings) => {
       plannerOnly(settings, 'shell', 'examples/shell-solver');
-      return (await import('../../../examples/shell-solver/index.js')).startShellSolver();
+      return startExampleService('examples/shell-solver/index.js', 'startShellSolver');
     },
   },
   // Further environments: one entry each, same shape.
@@ -86,6 +89,25 @@ export const DEFAULT_QUICKSTART_ENVIRONMENT = 'counter';
 
 export function findQuickstartEnvironment(name: string): QuickstartEnvironment | undefined {
   return QUICKSTART_ENVIRONMENTS.find((entry) => entry.name === name);
+}
+
+/**
+ * Import an example service's module from the install's compiled tree (`dist/<modulePath>`) and call its start
+ * function. A module or export that is missing means a broken install, said in one line.
+ */
+async function startExampleService(modulePath: string, exportName: string, options?: unknown): Promise<QuickstartService> {
+  const file = path.join(installRoot(), 'dist', modulePath);
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`the example service ${file} could not be loaded (${(error as Error).message.split('\n')[0]}): reinstall tsgym.`);
+  }
+  const start = loaded[exportName];
+  if (typeof start !== 'function') {
+    throw new ConfigError(`the example service ${file} has no ${exportName}(): the install is incomplete; reinstall tsgym.`);
+  }
+  return (await (start as (options?: unknown) => Promise<QuickstartService>)(options)) as QuickstartService;
 }
 
 /** Environments whose quickstart runs a deterministic solver refuse a model brain rather than ignore it. */

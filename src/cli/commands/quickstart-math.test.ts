@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { readJsonl, runGym, tempDir } from '../../collect/cli-harness.js';
+import { readJsonl, runGym, tempDir } from '../../../test/support/cli.js';
 
 /** `gym quickstart --env math` as a user runs it, from a fresh working directory: the math entry of the table. */
 describe('gym quickstart --env math', () => {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { startFakeModelServer } from '../../../examples/openai-compatible/testing/fake-model-server.js';
+import { startFakeModelServer } from '../../../test/support/fake-model-server.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const GYM = path.join(REPO, 'bin', 'gym.js');
@@ -57,7 +57,7 @@ describe('gym quickstart', () => {
 
   test('--brain claude drives the same tasks through the claude CLI (a fake claude on PATH)', async () => {
     const bin = mkdtempSync(path.join(os.tmpdir(), 'fake-claude-bin-'));
-    const fake = path.join(REPO, 'dist/examples/claude-cli/testing/fake-claude.js');
+    const fake = path.join(REPO, 'dist/test/support/fake-claude.js');
     const shim = path.join(bin, 'claude');
     writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${fake}" "$@"\n`);
     chmodSync(shim, 0o755);

@@ -55,7 +55,7 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
         '++overwrite=true',
       ],
     });
-    const { startEnvironment } = await import('../../env/supervisor.js');
+    const { startEnvironment } = await import('../../supervisor/supervisor.js');
     const envStarted = performance.now();
     // Server output goes to the log files only: the quickstart's own lines are the story.
     const running = await startEnvironment(config, { out: discard(), signal: abort.signal });
@@ -77,7 +77,7 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     });
 
     const { describeProfile, profileRollouts } = await import('../../profile/profile.js');
-    const { materializedInputsPathFor } = await import('../../collect/paths.js');
+    const { materializedInputsPathFor } = await import('../../runfiles/paths.js');
     const report = await profileRollouts({
       inputsPath: materializedInputsPathFor(output),
       rolloutsPath: output,

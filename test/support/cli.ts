@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installRoot } from '../config/roots.js';
+import { installRoot } from '../../src/config/roots.js';
 
 export const GYM_BIN = path.join(installRoot(), 'bin', 'gym.js');
 

@@ -8,10 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
-import { installRoot } from '../config/index.js';
-import { request } from '../http/client.js';
-import type { InstanceRecord } from '../server/head-server.js';
-import { waitUntilAnswering } from './readiness.js';
+import { installRoot } from '../../src/config/index.js';
+import { request } from '../../src/http/client.js';
+import type { InstanceRecord } from '../../src/server/head-server.js';
+import { waitUntilAnswering } from '../../src/http/readiness.js';
 
 /** What the fixture server does, set as `behaviour:` in its config block. */
 export type FixtureBehaviour =
@@ -21,7 +21,7 @@ export type FixtureBehaviour =
   | 'never_listen' // stay alive without listening
   | 'with_grandchild'; // serve, and keep a subprocess of its own alive (printed as `grandchild pid N`)
 
-const DIST_SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DIST_SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 
 const FIXTURE_SERVER = `
 import { spawn } from 'node:child_process';

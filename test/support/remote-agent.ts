@@ -15,15 +15,15 @@ import {
   type VerifyResult,
 } from '../../src/server/resources-server.js';
 import { startScriptedService, type ScriptedService, type ServiceCall, type ServiceScript } from '../../src/testing/index.js';
-import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from './app.js';
-import { parseRemoteAgentConfig } from './config.js';
+import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from '../../responses_api_agents/remote_agent/app.js';
+import { parseRemoteAgentConfig } from '../../responses_api_agents/remote_agent/config.js';
 
 export type Row = Record<string, any>;
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
 
-import { COUNTER_TOOLS } from '../../resources_servers/example_session_state_mgmt/tools.js';
+import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 
 export { COUNTER_TOOLS };
 

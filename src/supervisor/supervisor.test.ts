@@ -17,7 +17,7 @@ import {
   occupyPort,
   processesWithMarker,
   type Scratch,
-} from './testing-fixtures.js';
+} from '../../test/support/environments.js';
 
 /** Collects everything the supervisor writes, and resolves waits for a pattern as soon as it appears. */
 class Output extends PassThrough {

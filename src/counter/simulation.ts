@@ -5,8 +5,6 @@
  * unserved tool, and Gym's `Invalid tool call arguments` for arguments that are not a JSON object.
  */
 
-export { GET_COUNTER_VALUE_TOOL, INCREMENT_COUNTER_TOOL } from '../../resources_servers/example_session_state_mgmt/tools.js';
-
 export class CounterSimulation {
   constructor(private count: number) {}
 

@@ -12,7 +12,7 @@ import {
   validateUsage,
   type Usage,
   type Validation,
-} from './contract.js';
+} from './index.js';
 
 /** The minimal valid response printed in reference-gym.md §6.1. */
 function specExample(): Record<string, unknown> {

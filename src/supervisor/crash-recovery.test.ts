@@ -18,11 +18,11 @@ import path from 'node:path';
 import { after, test, type TestContext } from 'node:test';
 import { createCounterPlanner } from '../../examples/counter-planner/index.js';
 import { counterRowLines } from '../../resources_servers/example_session_state_mgmt/scripts/generate.js';
-import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor } from '../collect/cli-harness.js';
+import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../test/support/cli.js';
 import { findFreePort } from '../config/index.js';
 import { serve, type Decide, type RunningService } from '../service/index.js';
-import { waitUntilAnswering } from './readiness.js';
-import { eventually, isAlive, processesWithMarker, serverInstances, waitForEnvironment } from './testing-fixtures.js';
+import { waitUntilAnswering } from '../http/readiness.js';
+import { eventually, isAlive, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
 
 const ROWS = 400;
 const CONCURRENCY = 16;

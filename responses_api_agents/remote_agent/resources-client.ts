@@ -1,7 +1,7 @@
 import { RetryableRolloutError } from '../../src/errors.js';
 import { callInternal, HttpTransportError, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
-import { SERVER_BOOT_HEADER } from '../../src/server/session.js';
+import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
 import type { RunBudget } from './budget.js';
 
 /**

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ProgressReporter } from './progress.js';
-import { createInProcessQueue, type RolloutJob } from './queue.js';
+import { createInProcessQueue, type RolloutJob } from './executor.js';
 
 const job = (task: number): RolloutJob => ({ task, rollout: 0, agent: 'a', attempt: 0, body: '{}' });
 

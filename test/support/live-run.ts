@@ -6,9 +6,9 @@
  * the service's timing is in the test's hands.
  */
 import path from 'node:path';
-import { findFreePort } from '../config/index.js';
-import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../testing/index.js';
-import { spawnGym, tempDir, type RunningGym } from './cli-harness.js';
+import { findFreePort } from '../../src/config/index.js';
+import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import { spawnGym, tempDir, type RunningGym } from './cli.js';
 
 export interface GatedRun {
   gym: RunningGym;

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { closeServer } from '../../../src/http/server.js';
+import { closeServer } from '../../src/http/server.js';
 
 /**
  * A fake OpenAI-compatible model server on loopback. It solves counter tasks the way a model would: ask for the

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { tempDir } from './cli-harness.js';
-import { expandGlob } from './glob.js';
+import { tempDir } from '../../test/support/cli.js';
+import { expandGlob } from '../collect/glob.js';
 import { holdsRows, readRawLines, scanRowsFile, type RawLine } from './jsonl.js';
 import { LineIndexTable, RolloutKeyTable, TaskCounters } from './key-tables.js';
 

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { hostProcesses } from './sandbox.js';
+import { hostProcesses } from '../../resources_servers/shell/sandbox/sandbox.js';
 
 /** Why the sandbox tests cannot run here, or undefined when they can. */
 export function sandboxTestsUnavailable(): string | undefined {

@@ -10,10 +10,10 @@ import { runAgentCheck, type AgentCheckReport } from '../../src/check/agent-chec
 import { request } from '../../src/http/client.js';
 import type { App } from '../../src/http/server.js';
 
-/** The repository root (this file runs from dist/examples/testing/). */
+/** The repository root (this file runs from dist/test/support/). */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Compiled example files live here. */
-export const DIST_EXAMPLES = fileURLToPath(new URL('../', import.meta.url));
+export const DIST_EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 
 export interface SpawnedService {
   url: string;

@@ -1,7 +1,7 @@
 /** Rows shaped like the collector's output, for the viewer's tests. */
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
-import { tempDir, writeJsonl } from '../collect/cli-harness.js';
+import { tempDir, writeJsonl } from './cli.js';
 
 type Row = Record<string, unknown>;
 

@@ -7,10 +7,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { findFreePort, serverEnv } from '../config/index.js';
+import { findFreePort, serverEnv } from '../../src/config/index.js';
 
 /** The kit's compiled entry as a file URL, for generated modules to import. */
-export const KIT_URL = pathToFileURL(fileURLToPath(new URL('./index.js', import.meta.url))).href;
+export const KIT_URL = pathToFileURL(fileURLToPath(new URL('../../src/environment/index.js', import.meta.url))).href;
 
 export interface EnvironmentProcess {
   child: ChildProcess;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../errors.js';
 
 /**
  * Credentials and trust for the service hop (decision D21). By default Gym sends no credential to the service; a

@@ -14,7 +14,7 @@ import { ConfigError, GymError } from '../errors.js';
 import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from '../server/head-server.js';
 import { describePlans, planServer, type Plan } from './plan.js';
-import { answers, waitUntilAnswering } from './readiness.js';
+import { answers, waitUntilAnswering } from '../http/readiness.js';
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
 

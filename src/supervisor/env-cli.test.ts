@@ -16,7 +16,7 @@ import {
   occupyPort,
   processesWithMarker,
   type Scratch,
-} from './testing-fixtures.js';
+} from '../../test/support/environments.js';
 
 /**
  * The environment commands end to end: the real CLI (`node bin/gym.js env …`) as child processes, real servers,

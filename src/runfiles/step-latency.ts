@@ -14,10 +14,7 @@
  * most 5% relative error, whatever the number of rollouts.
  */
 
-/** The `/run` result key (seconds per loop step, in order, overload waits included). */
-export const STEP_LATENCY_KEY = '_ng_step_latency_secs';
-/** The `/run` request header with which a collector asks for `STEP_LATENCY_KEY` on success results. */
-export const STEP_LATENCY_HEADER = 'x-gym-step-latency';
+import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 
 const MIN_SECS = 0.001;
 const GROWTH = 1.05;

@@ -1,7 +1,7 @@
 import { GymError } from '../errors.js';
 import { delay, HttpTransportError, request } from '../http/client.js';
 import type { InstanceRecord, InstanceStatus } from '../server/head-server.js';
-import { answers } from './readiness.js';
+import { answers } from '../http/readiness.js';
 
 /**
  * Talking to a running environment through its head server: what runs there, how healthy it is, and asking it to

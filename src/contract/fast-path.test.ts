@@ -7,8 +7,8 @@ import {
   validateCreateParams,
   validateResponse,
   validateUsage,
-} from './contract.js';
-import { assistantMessage, fullUsage, functionCall, functionCallOutput, reasoningItem, responseObject } from './testing/index.js';
+} from './index.js';
+import { assistantMessage, fullUsage, functionCall, functionCallOutput, reasoningItem, responseObject } from '../testing/index.js';
 
 /**
  * validate* answer common shapes without zod (the fast path in contract.ts). Whatever path answers, the verdict
