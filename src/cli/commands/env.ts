@@ -1,7 +1,8 @@
 import { describeConfig, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
 import { describeExit } from '../../supervisor/server-process.js';
 import type { InstanceRecord } from '../../server/head-server.js';
-import { formatTail, headAddress, StartAborted, startEnvironment, type RunningEnvironment } from '../../supervisor/supervisor.js';
+import { headAddress } from '../../supervisor/addresses.js';
+import { formatTail, StartAborted, startEnvironment, type RunningEnvironment } from '../../supervisor/supervisor.js';
 import type { ParsedCommand } from '../argv.js';
 
 // The head-server client (and with it undici) is loaded only by the commands that talk to a running environment:
