@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  CreateParamsSchema,
-  ResponseSchema,
-  UsageSchema,
-  validateCreateParams,
-  validateResponse,
-  validateUsage,
-} from './index.js';
+import { CreateParamsSchema, ResponseSchema, UsageSchema } from './body-schemas.js';
+import { validateCreateParams, validateResponse, validateUsage } from './validate.js';
 import { assistantMessage, fullUsage, functionCall, functionCallOutput, reasoningItem, responseObject } from '../testing/index.js';
 
 /**
- * validate* answer common shapes without zod (the fast path in contract.ts). Whatever path answers, the verdict
+ * validate* answer common shapes without zod (fast-path.ts). Whatever path answers, the verdict
  * must be the schema's: checked here on every single-field mutation of realistic objects, so a fast check that
  * accepts something the schema rejects fails this test.
  */
