@@ -58,10 +58,25 @@ describe('resolveLaunch', () => {
     assert.deepEqual(resolveLaunch(dir, 'app.py', root), expected);
   });
 
-  test('a .ts outside the install root must be compiled first', () => {
+  test('an installed package runs the compiled twin though it ships no TypeScript source', () => {
+    const root = tree(['resources_servers/counter/configs/counter.yaml', 'dist/resources_servers/counter/app.js']);
+    const dir = path.join(root, 'resources_servers/counter');
+    assert.deepEqual(resolveLaunch(dir, 'app.py', root), {
+      command: process.execPath,
+      args: [path.join(root, 'dist/resources_servers/counter/app.js')],
+      cwd: dir,
+    });
+  });
+
+  test("a .ts outside the install root (the user's own server) runs through tsx's loader", () => {
     const root = tree(['dist/x']);
     const outside = tree(['agents/mine/app.ts']);
-    assert.throws(() => resolveLaunch(path.join(outside, 'agents/mine'), 'app.py', root), /outside the tsgym install root.*Compile it to 'app\.js'/);
+    const dir = path.join(outside, 'agents/mine');
+    const launch = resolveLaunch(dir, 'app.py', root);
+    assert.equal(launch.command, process.execPath);
+    assert.equal(launch.args[0], '--import');
+    assert.match(launch.args[1] ?? '', /^file:.*\/tsx\//);
+    assert.deepEqual(launch.args.slice(2), [path.join(dir, 'app.ts')]);
   });
 
   test('a real .py with no TS/JS sibling runs with python3', () => {

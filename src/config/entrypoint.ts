@@ -1,7 +1,8 @@
 /**
  * Entrypoint compatibility (decision C1): reference configs say `entrypoint: app.py`. When a TS/JS sibling
  * with the same stem exists, that runs instead; a real Python server with no sibling still runs with python3
- * (it reads the same two env vars). TS inside the install root runs as its compiled twin under dist/.
+ * (it reads the same two env vars). TS inside the install root runs as its compiled twin under dist/; TS outside
+ * it (a user's own server) runs through tsx's loader.
  */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,8 @@ export interface LaunchSpec {
 }
 
 const JS_EXTENSIONS = ['.js', '.mjs', '.cjs'];
+/** tsx's ESM loader, resolved from tsgym's own dependencies (the user's project need not list tsx). */
+const TSX_LOADER = import.meta.resolve('tsx');
 
 function isFile(file: string): boolean {
   return existsSync(file) && statSync(file).isFile();
@@ -60,19 +63,21 @@ export function resolveLaunch(serverDir: string, entrypoint: string, installRoot
   }
   const tsSibling = `${stem}.ts`;
   tried.push(tsSibling);
-  if (isFile(tsSibling)) {
-    if (insideDir(installRoot, tsSibling)) {
-      const twin = path.join(installRoot, 'dist', path.relative(installRoot, stem) + '.js');
-      if (isFile(twin)) return nodeLaunch(twin, serverDir);
+  if (insideDir(installRoot, stem)) {
+    // tsgym's own servers run compiled: from a checkout after `npm run build`, and from an installed package, which
+    // ships the compiled tree without the TypeScript sources.
+    const twin = path.join(installRoot, 'dist', path.relative(installRoot, stem) + '.js');
+    if (isFile(twin)) return nodeLaunch(twin, serverDir);
+    if (isFile(tsSibling)) {
       throw new ConfigError(
         `Entrypoint '${entrypoint}' in '${serverDir}' is TypeScript ('${tsSibling}'), and its compiled twin '${twin}' does not exist. Build tsgym first: run npm run build in '${installRoot}'.`,
         'GYM_CONFIG_ENTRYPOINT',
       );
     }
-    throw new ConfigError(
-      `Entrypoint '${entrypoint}' in '${serverDir}' resolves to the TypeScript file '${tsSibling}', which is outside the tsgym install root and so is not compiled by tsgym. Compile it to '${path.basename(jsSibling)}' next to it (e.g. tsc) and it will be run with node.`,
-      'GYM_CONFIG_ENTRYPOINT',
-    );
+  } else if (isFile(tsSibling)) {
+    // A server the user wrote in TypeScript in their own project runs as it is, through tsx's loader (tsgym's
+    // dependency), so a scaffolded environment needs no build step.
+    return { command: process.execPath, args: ['--import', TSX_LOADER, tsSibling], cwd: serverDir };
   }
   if (extension === '.py') {
     tried.push(named);
