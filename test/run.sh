@@ -2,13 +2,13 @@
 # The project's test command (`npm test`, and what .ci/run calls): provision the machine programs the tests drive for
 # real, build, then run every test. The tests start real programs — Redis for the distributed queue, Debian's
 # Chromium for the viewer's browser tests, bubblewrap for the shell environment's sandbox, python3 for the Python
-# servers, iproute2 for the multi-host tests — so a missing one is installed here when this shell can (root with
+# servers — so a missing one is installed here when this shell can (root with
 # apt-get), and otherwise named in one line with the command that installs it, before anything runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # program on PATH (or absolute path) -> Debian package that provides it
-declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [/usr/bin/chromium]=chromium [bwrap]=bubblewrap [ip]=iproute2)
+declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [/usr/bin/chromium]=chromium [bwrap]=bubblewrap)
 missing=()
 for program in "${!NEEDS[@]}"; do
   if [[ $program == /* ]]; then [ -x "$program" ] || missing+=("${NEEDS[$program]}"); else command -v "$program" >/dev/null || missing+=("${NEEDS[$program]}"); fi
