@@ -1,4 +1,9 @@
-import type { AgentCheckReport, CheckStatus } from './agent-check.js';
+/**
+ * The human form of an agent-check report (the default output of `gym agent check`; `--json` prints the report
+ * itself): one line per check with the fix beside each FAIL and WARN, then a summary that says whether to go ahead.
+ */
+import type { AgentCheckReport } from './agent-check.js';
+import type { CheckStatus } from './checks.js';
 
 const LABEL: Record<CheckStatus, string> = { pass: 'PASS', warn: 'WARN', fail: 'FAIL', skip: 'SKIP' };
 

@@ -1,10 +1,9 @@
-import { isAssistantMessage, validateResponse, validateUsage } from '../contract/index.js';
-
 /**
  * The per-response rules of `gym agent check`, applied to every answer a service gives, plus Gym's reading of
  * the answer (which calls it must run, whether the rollout is finished) so the checker can carry on the
  * conversation exactly as the remote agent would.
  */
+import { isAssistantMessage, validateResponse, validateUsage } from '../contract/index.js';
 
 export type Level = 'fail' | 'warn';
 
@@ -132,6 +131,11 @@ export function inspectResponse(body: Record<string, unknown>, declaredTools: re
     finalText: messages.length > 0 ? messages.map(messageText).join(' ') : undefined,
     incomplete,
   };
+}
+
+/** An ask as a report shows it: the tool name with its arguments, e.g. `increment_counter({"count":1})`. */
+export function askText(ask: Ask): string {
+  return `${ask.name}(${typeof ask.arguments === 'string' ? ask.arguments : JSON.stringify(ask.arguments)})`;
 }
 
 function messageText(item: Item): string {

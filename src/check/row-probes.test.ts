@@ -8,7 +8,8 @@ import { startCounterPlannerService, type StartedService } from '../../examples/
 import { defineEnvironment, z } from '../environment/index.js';
 import { isGymError } from '../errors.js';
 import { finalAnswer, functionCall, reply, startScriptedService, toolAsk, type ServiceHandler } from '../testing/index.js';
-import { CHECKS, ROW_PROBES_CHECK, runAgentCheck, type AgentCheckReport } from './agent-check.js';
+import { runAgentCheck, type AgentCheckReport } from './agent-check.js';
+import { CHECKS, ROW_PROBES_CHECK } from './checks.js';
 import { assertCheck } from './report-assertions.js';
 import { loadRowProbes } from './row-probes.js';
 

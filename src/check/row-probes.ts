@@ -1,8 +1,3 @@
-import { z } from 'zod';
-import { validateCreateParams } from '../contract/index.js';
-import { isBlank, malformedLine, parseLine, readRawLines } from '../runfiles/jsonl.js';
-import { ConfigError } from '../errors.js';
-
 /**
  * `gym agent check URL --rows FILE`: an environment's own rows as probes. Each row's `responses_create_params`
  * (its prompt and its tools) is sent exactly as the remote agent sends a rollout's first call, and the answer is
@@ -10,6 +5,10 @@ import { ConfigError } from '../errors.js';
  * that match each tool's JSON schema, or answers. The rows' tools belong to their environment, which the check
  * does not start, so a probe stops after the first answer (a whole rollout is `gym eval run`'s job).
  */
+import { z } from 'zod';
+import { validateCreateParams } from '../contract/index.js';
+import { isBlank, malformedLine, parseLine, readRawLines } from '../runfiles/jsonl.js';
+import { ConfigError } from '../errors.js';
 
 export interface RowProbe {
   /** `file:line`, how the report names the row. */

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { UsageError } from '../errors.js';
-import { parseArgv, usage } from './argv.js';
+import { parseArgv } from './argv.js';
+import { usage } from './help.js';
 
 function parse(argv: string[], env: NodeJS.ProcessEnv = {}) {
   return parseArgv(argv, env);
@@ -170,15 +171,5 @@ describe('flag errors', () => {
 
   test('negative numbers are values, not flags', () => {
     assert.deepEqual(parse(['eval', 'run', '--temperature', '-0.5']).overrides, ['+responses_create_params.temperature=-0.5']);
-  });
-});
-
-describe('usage', () => {
-  test('per-command help lists its flags; the top level lists commands', () => {
-    assert.match(usage('eval run'), /usage: gym eval run \[flags\][\s\S]*--no-serve[\s\S]*--concurrency N/);
-    assert.doesNotMatch(usage('env status'), /--no-serve/);
-    assert.match(usage('agent check'), /usage: gym agent check <url>/);
-    assert.match(usage(), /env start[\s\S]*eval run[\s\S]*agent check <url>/);
-    assert.match(usage('env'), /gym env <action>/);
   });
 });

@@ -1,5 +1,6 @@
 import { ConfigError, GymError, UsageError } from '../errors.js';
-import { parseArgv, usage, type ParsedCommand } from './argv.js';
+import { parseArgv, type ParsedCommand } from './argv.js';
+import { usage } from './help.js';
 
 /** A command receives the parsed command line and answers with the process exit code. */
 export type CommandHandler = (cmd: ParsedCommand) => Promise<number>;

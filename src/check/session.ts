@@ -1,0 +1,26 @@
+/**
+ * What the parts of one `gym agent check` run share: the client that calls the service, the ledger of what was
+ * found, and the limits the run was given. Both ways of probing take a session, so neither builds its own.
+ */
+import type { ServiceAuth } from '../http/service-auth.js';
+import { CheckLedger } from './ledger.js';
+import { ServiceClient } from './service-client.js';
+
+interface CheckLimits {
+  /** Bound on each call. */
+  timeoutMs: number;
+  /** Calls per conversation before it counts as never finishing. */
+  maxSteps: number;
+  /** A call slower than this is a warning. */
+  slowCallMs: number;
+}
+
+export interface CheckSession extends CheckLimits {
+  client: ServiceClient;
+  ledger: CheckLedger;
+}
+
+export function openSession(baseUrl: string, limits: CheckLimits, auth: ServiceAuth): CheckSession {
+  const ledger = new CheckLedger(auth.secrets);
+  return { ...limits, ledger, client: new ServiceClient(baseUrl, { timeoutMs: limits.timeoutMs, auth }, ledger) };
+}
