@@ -8,7 +8,9 @@ import { after, describe, test } from 'node:test';
 import { validateCreateParams } from '../../../src/contract/index.js';
 import { OfficeSchema, weekdayOf } from '../office.js';
 import { ExpectedChangesSchema } from '../verify.js';
-import { dateMentions, exampleRows, generateRows, parseArgs, rowsToJsonl, SUBTASK_ACTIONS, timeMentions, type WorkplaceRow } from './generate.js';
+import { exampleRows, generateRows, parseArgs, rowsToJsonl, type WorkplaceRow } from './generate.js';
+import { SUBTASK_ACTIONS } from './subtasks.js';
+import { dateMentions, timeMentions } from './vocabulary.js';
 
 const DATA = fileURLToPath(new URL('../../../../resources_servers/workplace/data/', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('./generate.js', import.meta.url));
