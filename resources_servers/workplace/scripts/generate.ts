@@ -51,22 +51,41 @@ function buildRow(taskId: string, plan: readonly SubtaskKind[], random: Random):
 
   const subtasks = plan.map((kind) => BUILDERS[kind](office));
   for (let i = random.int(3, 5); i > 0; i--) {
-    office.addEvent(random.pick(BACKGROUND_EVENT_TITLES), random.pick(office.workdays), random.shuffle(office.background).slice(0, random.int(1, 3)));
+    office.addEvent(
+      random.pick(BACKGROUND_EVENT_TITLES),
+      random.pick(office.workdays),
+      random.shuffle(office.background).slice(0, random.int(1, 3)),
+    );
   }
   for (const [name, local, subject, body] of random.shuffle(NEWSLETTERS).slice(0, random.int(2, 4))) {
-    office.emails.push({ id: '', folder: 'inbox', from: `${local}@${DOMAIN}`, from_name: name!, to: [user.email], cc: [], subject: subject!, body: body!, date: `${addDays(today, -random.int(0, 9))}T0${random.int(7, 9)}:15` });
+    office.emails.push({
+      id: '',
+      folder: 'inbox',
+      from: `${local}@${DOMAIN}`,
+      from_name: name!,
+      to: [user.email],
+      cc: [],
+      subject: subject!,
+      body: body!,
+      date: `${addDays(today, -random.int(0, 9))}T0${random.int(7, 9)}:15`,
+    });
   }
-  for (const title of random.shuffle(BACKGROUND_TASKS).slice(0, random.int(2, 3))) office.addTask(title, random.next() < 0.3 ? null : random.pick(office.workdays));
+  for (const title of random.shuffle(BACKGROUND_TASKS).slice(0, random.int(2, 3)))
+    office.addTask(title, random.next() < 0.3 ? null : random.pick(office.workdays));
   office.tasks.push({ id: '', title: 'Send the weekly status update', due: addDays(today, -3), status: 'done' });
 
   // Ids follow a shuffled order, so a target's id says nothing about its role.
-  const contacts = random.shuffle(office.contacts).map((contact, i) => ({ ...contact, id: `c_${String(i + 1).padStart(2, '0')}` }));
+  const contacts = random
+    .shuffle(office.contacts)
+    .map((contact, i) => ({ ...contact, id: `c_${String(i + 1).padStart(2, '0')}` }));
   random.shuffle(office.events).forEach((event, i) => (event.id = `ev_${String(i + 1).padStart(2, '0')}`));
   random.shuffle(office.emails).forEach((email, i) => (email.id = `em_${String(i + 1).padStart(2, '0')}`));
   random.shuffle(office.tasks).forEach((task, i) => (task.id = `task_${String(i + 1).padStart(2, '0')}`));
   const byId = <T extends { id: string }>(items: T[]): T[] => [...items].sort((a, b) => a.id.localeCompare(b.id));
 
-  const instruction = subtasks.map((subtask, i) => (i === 0 ? subtask.instruction : `Also: ${subtask.instruction}`)).join(' ');
+  const instruction = subtasks
+    .map((subtask, i) => (i === 0 ? subtask.instruction : `Also: ${subtask.instruction}`))
+    .join(' ');
   return {
     task_id: taskId,
     difficulty: plan.reduce((sum, kind) => sum + SUBTASK_ACTIONS[kind], 0),
@@ -83,7 +102,14 @@ function buildRow(taskId: string, plan: readonly SubtaskKind[], random: Random):
       ],
       tools: WORKPLACE_TOOLS,
     },
-    office: { today, user: { name: user.name, email: user.email }, contacts: byId(contacts), emails: byId(office.emails), events: byId(office.events), tasks: byId(office.tasks) },
+    office: {
+      today,
+      user: { name: user.name, email: user.email },
+      contacts: byId(contacts),
+      emails: byId(office.emails),
+      events: byId(office.events),
+      tasks: byId(office.tasks),
+    },
     expected_changes: subtasks.flatMap((subtask) => subtask.expected()),
   };
 }
@@ -132,12 +158,14 @@ export function parseArgs(argv: readonly string[]): Args {
   const rows = Number(values.get('--rows') ?? '200');
   const difficulty = values.has('--difficulty') ? Number(values.get('--difficulty')) : undefined;
   const out = values.get('--out');
-  if (!Number.isInteger(rows) || rows < 0 || rows > 1_000_000) throw new Error(`--rows must be an integer from 0 to 1000000, got '${values.get('--rows')}'`);
+  if (!Number.isInteger(rows) || rows < 0 || rows > 1_000_000)
+    throw new Error(`--rows must be an integer from 0 to 1000000, got '${values.get('--rows')}'`);
   const seed = seedFlag(values);
   if (difficulty !== undefined && (!Number.isInteger(difficulty) || difficulty < 1 || difficulty > 5)) {
     throw new Error(`--difficulty must be 1, 2, 3, 4 or 5, got '${values.get('--difficulty')}'`);
   }
-  if (example && (values.has('--rows') || difficulty !== undefined)) throw new Error('--example writes the fixed example plans: drop --rows and --difficulty');
+  if (example && (values.has('--rows') || difficulty !== undefined))
+    throw new Error('--example writes the fixed example plans: drop --rows and --difficulty');
   if (out === '') throw new Error('--out needs a path (leave it out to write to stdout)');
   return { rows, seed, out, difficulty, example };
 }
@@ -158,7 +186,7 @@ if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === imp
     process.stderr.write(
       `Error: ${err instanceof Error ? err.message : String(err)}\n` +
         'Usage: generate.js [--out <path>] [--rows <N>] [--seed <int>] [--difficulty 1..5] | generate.js --example [--out <path>] [--seed <int>]\n' +
-          '(without --out the rows go to stdout)\n',
+        '(without --out the rows go to stdout)\n',
     );
     process.exitCode = 2;
   }

@@ -49,14 +49,23 @@ export class OfficeBuilder {
     readonly user: Person,
   ) {
     this.workdays = [1, 2, 3, 4, 7, 8].map((days) => addDays(today, days)); // Tue..Fri and the next Mon, Tue
-    this.background = random.shuffle(BACKGROUND_PEOPLE).slice(0, 6).map((name) => this.addContact(name));
+    this.background = random
+      .shuffle(BACKGROUND_PEOPLE)
+      .slice(0, 6)
+      .map((name) => this.addContact(name));
   }
 
   addContact(name: string): Person {
     const [first, ...rest] = name.split(' ');
     const person = { name, first: first!, email: `${first!.toLowerCase()}.${rest.join('').toLowerCase()}@${DOMAIN}` };
     if (!this.contacts.some((contact) => contact.email === person.email)) {
-      this.contacts.push({ id: '', name, email: person.email, team: this.random.pick(TEAMS), title: this.random.pick(JOB_TITLES) });
+      this.contacts.push({
+        id: '',
+        name,
+        email: person.email,
+        team: this.random.pick(TEAMS),
+        title: this.random.pick(JOB_TITLES),
+      });
     }
     return person;
   }
@@ -66,7 +75,10 @@ export class OfficeBuilder {
     const first = this.random.take(this.targetFirstNames);
     const last = this.random.take(this.targetLastNames);
     const target = this.addContact(`${first} ${last}`);
-    const lookAlikes = [this.addContact(`${first} ${LAST_NAMES[last]}`), this.addContact(`${FIRST_NAMES[first]} ${last}`)];
+    const lookAlikes = [
+      this.addContact(`${first} ${LAST_NAMES[last]}`),
+      this.addContact(`${FIRST_NAMES[first]} ${last}`),
+    ];
     return { target, lookAlikes };
   }
 
@@ -76,10 +88,22 @@ export class OfficeBuilder {
     return { start, end: addMinutes(start, duration), time };
   }
 
-  addEvent(title: string, date: string, attendees: Person[], options: { duration?: number; location?: string } = {}): CalendarEvent {
+  addEvent(
+    title: string,
+    date: string,
+    attendees: Person[],
+    options: { duration?: number; location?: string } = {},
+  ): CalendarEvent {
     const duration = options.duration ?? this.random.pick([30, 45, 60]);
     const { start, end } = this.slot(date, duration);
-    const event = { id: '', title, start, end, attendees: attendees.map((person) => person.email), location: options.location ?? this.random.pick(ROOMS) };
+    const event = {
+      id: '',
+      title,
+      start,
+      end,
+      attendees: attendees.map((person) => person.email),
+      location: options.location ?? this.random.pick(ROOMS),
+    };
     this.events.push(event);
     return event;
   }

@@ -54,18 +54,30 @@ function reschedule(notify: boolean): SubtaskBuilder {
     const event = office.addEvent(title, from, [target]);
     // The same meeting with a look-alike, and another meeting with the target: both must stay as they are.
     office.addEvent(title, office.otherWorkday(), [office.random.pick(lookAlikes)]);
-    office.addEvent(office.random.pick(BACKGROUND_EVENT_TITLES), office.otherWorkday(), [target, office.random.pick(office.background)]);
+    office.addEvent(office.random.pick(BACKGROUND_EVENT_TITLES), office.otherWorkday(), [
+      target,
+      office.random.pick(office.background),
+    ]);
     const time = event.start.slice(11);
     const duration = (Date.parse(`${event.end}:00Z`) - Date.parse(`${event.start}:00Z`)) / 60_000;
     const start = `${to}T${time}`;
     const end = addMinutes(start, duration);
     const instruction =
-      `Move my ${title} with ${target.name} to ${dayPhrase(to)} at the same time` + (notify ? ` and email ${target.first} the new slot.` : '.');
+      `Move my ${title} with ${target.name} to ${dayPhrase(to)} at the same time` +
+      (notify ? ` and email ${target.first} the new slot.` : '.');
     return {
       instruction,
       expected: () => [
         { kind: 'event_updated', event_id: event.id, fields: { start, end } },
-        ...(notify ? [{ kind: 'email_sent' as const, recipients: [target.email], mentions: [dateMentions(to), timeMentions(time)] }] : []),
+        ...(notify
+          ? [
+              {
+                kind: 'email_sent' as const,
+                recipients: [target.email],
+                mentions: [dateMentions(to), timeMentions(time)],
+              },
+            ]
+          : []),
       ],
     };
   };
@@ -79,12 +91,15 @@ function cancel(notify: boolean): SubtaskBuilder {
     const event = office.addEvent(title, day, people);
     // The same meeting on another day (a series): only the named day's goes.
     office.addEvent(title, office.otherWorkday(day), people, { location: event.location });
-    const instruction = `Cancel the ${title} on ${dayPhrase(day)}` + (notify ? ' and email its attendees that it is cancelled.' : '.');
+    const instruction =
+      `Cancel the ${title} on ${dayPhrase(day)}` + (notify ? ' and email its attendees that it is cancelled.' : '.');
     return {
       instruction,
       expected: () => [
         { kind: 'event_deleted', event_id: event.id },
-        ...(notify ? [{ kind: 'email_sent' as const, recipients: [...event.attendees], mentions: [[title], ['cancel']] }] : []),
+        ...(notify
+          ? [{ kind: 'email_sent' as const, recipients: [...event.attendees], mentions: [[title], ['cancel']] }]
+          : []),
       ],
     };
   };
@@ -130,11 +145,26 @@ const taskFromEmail: SubtaskBuilder = (office) => {
   const decoy = office.random.take(office.requestedTasks);
   const due = office.otherWorkday();
   const greeting = `Hi ${office.user.first},`;
-  office.addEmail(target, 'Quick request', `${greeting}\n\ncould you add a task "${asked}" to your list, due ${dayPhrase(due)}?\n\nThanks,\n${target.first}`, 1);
+  office.addEmail(
+    target,
+    'Quick request',
+    `${greeting}\n\ncould you add a task "${asked}" to your list, due ${dayPhrase(due)}?\n\nThanks,\n${target.first}`,
+    1,
+  );
   // An older note from the same person, and the same kind of request from a look-alike.
-  office.addEmail(target, 'Notes from last week', `${greeting}\n\nthanks for the great discussion last week. No action needed.\n\n${target.first}`, 6);
+  office.addEmail(
+    target,
+    'Notes from last week',
+    `${greeting}\n\nthanks for the great discussion last week. No action needed.\n\n${target.first}`,
+    6,
+  );
   const lookAlike = office.random.pick(lookAlikes);
-  office.addEmail(lookAlike, 'Quick request', `${greeting}\n\ncould you add a task "${decoy}" to your list, due ${dayPhrase(office.otherWorkday(due))}?\n\nThanks,\n${lookAlike.first}`, 1);
+  office.addEmail(
+    lookAlike,
+    'Quick request',
+    `${greeting}\n\ncould you add a task "${decoy}" to your list, due ${dayPhrase(office.otherWorkday(due))}?\n\nThanks,\n${lookAlike.first}`,
+    1,
+  );
   return {
     instruction: `Add the task that ${target.name} asked for in their latest email, with the due date they give.`,
     expected: () => [{ kind: 'task_created', title: asked, due }],
@@ -148,7 +178,9 @@ const shareLocation: SubtaskBuilder = (office) => {
   const day = office.otherWorkday();
   const event = office.addEvent(title, day, people, { location: office.random.pick(ROOMS.slice(0, -1)) });
   // The same meeting on another day in another room: the e-mail must name the right one.
-  office.addEvent(title, office.otherWorkday(day), people, { location: office.random.pick(ROOMS.filter((room) => room !== event.location)) });
+  office.addEvent(title, office.otherWorkday(day), people, {
+    location: office.random.pick(ROOMS.filter((room) => room !== event.location)),
+  });
   return {
     instruction: `Email ${target.name} the location of my ${title} on ${dayPhrase(day)}.`,
     expected: () => [{ kind: 'email_sent', recipients: [target.email], mentions: [[event.location]] }],
