@@ -21,7 +21,6 @@ import {
  * pinned older commit of itself (8).
  */
 
-
 /** Scenario 3: 20-step rollouts whose every step carries a 200 KB reasoning item. */
 export async function bigTrajectories(ctx: BenchContext): Promise<ScenarioReport> {
   const name = '3. big trajectories';
@@ -29,7 +28,11 @@ export async function bigTrajectories(ctx: BenchContext): Promise<ScenarioReport
   const CONCURRENCY = 32;
   const BIG = 200_000;
   await ctx.service.configure(COUNTER);
-  const gym = await startGym({ serviceUrl: ctx.service.url, concurrency: CONCURRENCY, workDir: path.join(ctx.workDir, 'env-big') });
+  const gym = await startGym({
+    serviceUrl: ctx.service.url,
+    concurrency: CONCURRENCY,
+    workDir: path.join(ctx.workDir, 'env-big'),
+  });
   try {
     const input = await dataset(ctx, ROLLOUTS);
     const measure = async (label: string, rollouts: number, options: ServiceOptions) => {
@@ -47,7 +50,9 @@ export async function bigTrajectories(ctx: BenchContext): Promise<ScenarioReport
         // One line per finished rollout: the mean line is the size of one finished trajectory.
         trajectoryBytes: run.outputBytes / rollouts,
       };
-      ctx.log(`  ${label}: ${rollouts} rollouts in ${(run.wallMs / 1000).toFixed(1)} s, tsgym CPU ${(result.cpuMs / 1000).toFixed(1)} s, ${(result.ioBytes / MIB).toFixed(0)} MiB moved, agent peak RSS ${result.agentRss.toFixed(0)} MiB`);
+      ctx.log(
+        `  ${label}: ${rollouts} rollouts in ${(run.wallMs / 1000).toFixed(1)} s, tsgym CPU ${(result.cpuMs / 1000).toFixed(1)} s, ${(result.ioBytes / MIB).toFixed(0)} MiB moved, agent peak RSS ${result.agentRss.toFixed(0)} MiB`,
+      );
       return result;
     };
     const small = await measure('small items, 20 steps', ROLLOUTS, { steps: 20, itemBytes: 200, delayMs: 0 });
@@ -78,11 +83,17 @@ export async function bigTrajectories(ctx: BenchContext): Promise<ScenarioReport
         }),
         // Issue 15: what the agent holds should be about the trajectories in flight (each kept once as bytes and
         // once as parsed items), plus a fixed 100 MiB for the process itself.
-        atMost(name, 'agent peak RSS ÷ (2 × trajectories in flight + 100 MiB)', big.agentRss / ((2 * CONCURRENCY * big.trajectoryBytes) / MIB + 100), 1, {
-          agent_rss_mib: round(big.agentRss, 0),
-          trajectories_in_flight_mib: round((CONCURRENCY * big.trajectoryBytes) / MIB, 1),
-          trajectory_kib: round(big.trajectoryBytes / 1024, 0),
-        }),
+        atMost(
+          name,
+          'agent peak RSS ÷ (2 × trajectories in flight + 100 MiB)',
+          big.agentRss / ((2 * CONCURRENCY * big.trajectoryBytes) / MIB + 100),
+          1,
+          {
+            agent_rss_mib: round(big.agentRss, 0),
+            trajectories_in_flight_mib: round((CONCURRENCY * big.trajectoryBytes) / MIB, 1),
+            trajectory_kib: round(big.trajectoryBytes / 1024, 0),
+          },
+        ),
       ],
       notes: [
         `3: ${ROLLOUTS} rollouts × 20 steps at ${CONCURRENCY}: small items ${throughput(small).toFixed(1)} rollouts/s, 200 KB items ${throughput(big).toFixed(1)} rollouts/s (${(big.wallMs / 1000).toFixed(0)} s)`,
@@ -108,14 +119,25 @@ export async function startUp(ctx: BenchContext): Promise<ScenarioReport> {
     const startedAt = performance.now();
     spawnSync(process.execPath, ['-e', '0'], { timeout: 10_000 });
     nodeMs.push(performance.now() - startedAt);
-    const gym = await startGym({ serviceUrl: ctx.service.url, concurrency: 64, workDir: path.join(ctx.workDir, `env-startup-${i}`) });
+    const gym = await startGym({
+      serviceUrl: ctx.service.url,
+      concurrency: 64,
+      workDir: path.join(ctx.workDir, `env-startup-${i}`),
+    });
     gymMs.push(gym.startupMs);
     await gym.stop();
   }
   const ratio = median(gymMs) / median(nodeMs);
   return {
-    figures: [atMost(name, 'gym env start to ready ÷ node -e 0', ratio, 10, { gym_env_start_ms: round(median(gymMs), 0), node_e_0_ms: round(median(nodeMs), 0) })],
-    notes: [`4: gym env start (counter + remote agent) ready in ${median(gymMs).toFixed(0)} ms; node -e 0 takes ${median(nodeMs).toFixed(0)} ms (medians of ${TRIES})`],
+    figures: [
+      atMost(name, 'gym env start to ready ÷ node -e 0', ratio, 10, {
+        gym_env_start_ms: round(median(gymMs), 0),
+        node_e_0_ms: round(median(nodeMs), 0),
+      }),
+    ],
+    notes: [
+      `4: gym env start (counter + remote agent) ready in ${median(gymMs).toFixed(0)} ms; node -e 0 takes ${median(nodeMs).toFixed(0)} ms (medians of ${TRIES})`,
+    ],
   };
 }
 
@@ -138,7 +160,12 @@ export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Pro
   try {
     for (const side of Object.keys(sides) as Array<keyof typeof sides>) {
       const root = sides[side];
-      gyms[side] = await startGym({ serviceUrl: ctx.service.url, concurrency: CONCURRENCY, workDir: path.join(ctx.workDir, `env-${side}`), ...(root ? { root } : {}) });
+      gyms[side] = await startGym({
+        serviceUrl: ctx.service.url,
+        concurrency: CONCURRENCY,
+        workDir: path.join(ctx.workDir, `env-${side}`),
+        ...(root ? { root } : {}),
+      });
     }
     const input = await dataset(ctx, ROLLOUTS);
     // A short warm-up per side first: a fresh server's first rollouts run on V8's baseline tiers.
@@ -159,21 +186,37 @@ export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Pro
         cpu[side].push(Object.values(byProcess).reduce((a, b) => a + b, 0) / ROLLOUTS);
         split[side].push(byProcess);
         collectorPeak[side] = Math.max(collectorPeak[side], run.collector.peakRssMiB);
-        ctx.log(`  round ${i + 1} ${side}: ${perSecond(ROLLOUTS, run.wallMs).toFixed(0)} rollouts/s, CPU ms/rollout ${Object.entries(byProcess).map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`).join(', ')}`);
+        ctx.log(
+          `  round ${i + 1} ${side}: ${perSecond(ROLLOUTS, run.wallMs).toFixed(0)} rollouts/s, CPU ms/rollout ${Object.entries(
+            byProcess,
+          )
+            .map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`)
+            .join(', ')}`,
+        );
       }
     }
     const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const medianSplit = (side: keyof typeof sides): string => {
       const index = cpu[side].indexOf(median(cpu[side]));
-      return Object.entries(split[side][index]!).map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`).join(', ');
+      return Object.entries(split[side][index]!)
+        .map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`)
+        .join(', ');
     };
     const peaks = (side: keyof typeof sides): Record<string, number> => {
       const sample = gyms[side].sample();
-      return { supervisor: sample.supervisor.peakRssMiB, agent: sample.agent.peakRssMiB, environment: sample.environment.peakRssMiB, collector: collectorPeak[side] };
+      return {
+        supervisor: sample.supervisor.peakRssMiB,
+        agent: sample.agent.peakRssMiB,
+        environment: sample.environment.peakRssMiB,
+        collector: collectorPeak[side],
+      };
     };
     const total = (p: Record<string, number>): number => Object.values(p).reduce((a, b) => a + b, 0);
     const [basePeaks, currentPeaks] = [peaks('baseline'), peaks('current')];
-    const describe = (p: Record<string, number>): string => Object.entries(p).map(([key, mib]) => `${key} ${mib.toFixed(0)}`).join(', ');
+    const describe = (p: Record<string, number>): string =>
+      Object.entries(p)
+        .map(([key, mib]) => `${key} ${mib.toFixed(0)}`)
+        .join(', ');
     const cpuRatio = median(cpu.current) / median(cpu.baseline);
     return {
       figures: [
@@ -188,7 +231,9 @@ export async function versusBaseline(ctx: BenchContext, baseline: Baseline): Pro
           baseline_mib: round(total(basePeaks), 0),
           ...Object.fromEntries(Object.entries(currentPeaks).map(([key, mib]) => [`${key}_mib`, round(mib, 0)])),
         }),
-        atMost(name, '`gym env start` peak RSS (MiB)', currentPeaks.supervisor!, 60, { baseline_mib: round(basePeaks.supervisor!, 0) }),
+        atMost(name, '`gym env start` peak RSS (MiB)', currentPeaks.supervisor!, 60, {
+          baseline_mib: round(basePeaks.supervisor!, 0),
+        }),
       ],
       notes: [
         `8: ${ROLLOUTS} rollouts at concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds: tsgym CPU ${median(cpu.current).toFixed(2)} ms/rollout (${medianSplit('current')}) vs baseline ${baseline.commit.slice(0, 7)} ${median(cpu.baseline).toFixed(2)} ms (${medianSplit('baseline')}), medians`,

@@ -23,7 +23,10 @@ import {
  */
 
 /** Scenario 1 (and 5, which reuses its environment): overhead of the whole product over the floor. */
-export async function overheadAndMemory(ctx: BenchContext, options: { withMemory: boolean }): Promise<ScenarioReport[]> {
+export async function overheadAndMemory(
+  ctx: BenchContext,
+  options: { withMemory: boolean },
+): Promise<ScenarioReport[]> {
   const name = '1. overhead vs floor';
   const ROLLOUTS = 5_000;
   const CONCURRENCY = 64;
@@ -40,26 +43,50 @@ export async function overheadAndMemory(ctx: BenchContext, options: { withMemory
     // Issue 3's figures, and the warm-up of every process before the side-by-side runs.
     const warm = await collectAll(ctx, gym, input2k, 2_000, CONCURRENCY, 'issue3');
     const agentRss2k = gym.sample().agent.peakRssMiB;
-    ctx.log(`  issue 3: 2000 rollouts at concurrency 64: ${perSecond(2_000, warm.wallMs).toFixed(0)} rollouts/s, agent peak RSS ${agentRss2k.toFixed(0)} MiB`);
+    ctx.log(
+      `  issue 3: 2000 rollouts at concurrency 64: ${perSecond(2_000, warm.wallMs).toFixed(0)} rollouts/s, agent peak RSS ${agentRss2k.toFixed(0)} MiB`,
+    );
 
     // Floor and gym back to back, several times: the machine is shared, so each round's ratio compares runs made
     // under the same load, and the median round is reported.
-    const rounds: Array<{ floor: FloorResult; gym: CollectResult; byProcess: Record<string, number>; serviceMs: number }> = [];
+    const rounds: Array<{
+      floor: FloorResult;
+      gym: CollectResult;
+      byProcess: Record<string, number>;
+      serviceMs: number;
+    }> = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const floor = await runFloor({ envUrl: gym.urls.environment, serviceUrl: ctx.service.url, inputPath: input, rollouts: ROLLOUTS, concurrency: CONCURRENCY }, RUN_TIMEOUT_MS);
-      if (floor.rewardSum !== ROLLOUTS) throw new Error(`the floor loop earned reward ${floor.rewardSum} over ${ROLLOUTS} rollouts; its exchanges are not the agent's`);
+      const floor = await runFloor(
+        {
+          envUrl: gym.urls.environment,
+          serviceUrl: ctx.service.url,
+          inputPath: input,
+          rollouts: ROLLOUTS,
+          concurrency: CONCURRENCY,
+        },
+        RUN_TIMEOUT_MS,
+      );
+      if (floor.rewardSum !== ROLLOUTS)
+        throw new Error(
+          `the floor loop earned reward ${floor.rewardSum} over ${ROLLOUTS} rollouts; its exchanges are not the agent's`,
+        );
       const before = gym.sample();
       const serviceBefore = sampleProc(ctx.service.pid);
       const run = await collectAll(ctx, gym, input, ROLLOUTS, CONCURRENCY, 'overhead');
       const serviceMs = sampleProc(ctx.service.pid).cpuMs - serviceBefore.cpuMs;
       const byProcess = cpuByProcess(before, gym.sample(), run);
       rounds.push({ floor, gym: run, byProcess, serviceMs });
-      const split = Object.entries(byProcess).map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`).join(', ');
-      ctx.log(`  round ${i + 1}: floor ${perSecond(ROLLOUTS, floor.wallMs).toFixed(0)} rollouts/s, gym ${perSecond(ROLLOUTS, run.wallMs).toFixed(0)} rollouts/s, tsgym CPU ms/rollout: ${split}`);
+      const split = Object.entries(byProcess)
+        .map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`)
+        .join(', ');
+      ctx.log(
+        `  round ${i + 1}: floor ${perSecond(ROLLOUTS, floor.wallMs).toFixed(0)} rollouts/s, gym ${perSecond(ROLLOUTS, run.wallMs).toFixed(0)} rollouts/s, tsgym CPU ms/rollout: ${split}`,
+      );
     }
     const ratioOf = (r: (typeof rounds)[number]): number => r.floor.wallMs / r.gym.wallMs;
     const median = [...rounds].sort((a, b) => ratioOf(a) - ratioOf(b))[Math.floor(ROUNDS / 2)]!;
-    const cpuPerRollout = (r: (typeof rounds)[number]): number => Object.values(r.byProcess).reduce((a, b) => a + b, 0) / ROLLOUTS;
+    const cpuPerRollout = (r: (typeof rounds)[number]): number =>
+      Object.values(r.byProcess).reduce((a, b) => a + b, 0) / ROLLOUTS;
     const cpuRound = [...rounds].sort((a, b) => cpuPerRollout(a) - cpuPerRollout(b))[Math.floor(ROUNDS / 2)]!;
     const gymRate = perSecond(ROLLOUTS, median.gym.wallMs);
     const floorRate = perSecond(ROLLOUTS, median.floor.wallMs);
@@ -76,14 +103,20 @@ export async function overheadAndMemory(ctx: BenchContext, options: { withMemory
           }),
           atMost(name, 'tsgym CPU ms per rollout (collector+agent+env)', cpu, 2.0, {
             reference_python_ms: 17,
-            ...Object.fromEntries(Object.entries(cpuRound.byProcess).map(([key, ms]) => [`${key}_ms`, round(ms / ROLLOUTS)])),
+            ...Object.fromEntries(
+              Object.entries(cpuRound.byProcess).map(([key, ms]) => [`${key}_ms`, round(ms / ROLLOUTS)]),
+            ),
             floor_loop_ms: round(cpuRound.floor.cpuMs / ROLLOUTS),
             service_ms: round(cpuRound.serviceMs / ROLLOUTS),
           }),
         ],
         notes: [
           `1: gym ${gymRate.toFixed(0)} rollouts/s (wall ${(median.gym.wallMs / 1000).toFixed(2)} s) vs floor ${floorRate.toFixed(0)} rollouts/s (wall ${(median.floor.wallMs / 1000).toFixed(2)} s), median of ${ROUNDS} rounds; reference Python ≈ 84 rollouts/s`,
-          `1: tsgym CPU ${cpu.toFixed(2)} ms/rollout (${Object.entries(cpuRound.byProcess).map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`).join(', ')}), median round; reference Python ≈ 17 ms; the floor loop ${(cpuRound.floor.cpuMs / ROLLOUTS).toFixed(2)} ms, the service ${(cpuRound.serviceMs / ROLLOUTS).toFixed(2)} ms`,
+          `1: tsgym CPU ${cpu.toFixed(2)} ms/rollout (${Object.entries(cpuRound.byProcess)
+            .map(([key, ms]) => `${key} ${(ms / ROLLOUTS).toFixed(2)}`)
+            .join(
+              ', ',
+            )}), median round; reference Python ≈ 17 ms; the floor loop ${(cpuRound.floor.cpuMs / ROLLOUTS).toFixed(2)} ms, the service ${(cpuRound.serviceMs / ROLLOUTS).toFixed(2)} ms`,
           `1 (issue 3): 2000 rollouts at concurrency 64: ${perSecond(2_000, warm.wallMs).toFixed(0)} rollouts/s, agent peak RSS ${agentRss2k.toFixed(0)} MiB`,
         ],
       },
@@ -102,9 +135,18 @@ async function memoryVsInputLength(ctx: BenchContext, gym: RunningGym): Promise<
   const peaks: Record<string, { rss: number; done: number; capped: boolean }> = {};
   for (const rows of [10_000, 1_000_000]) {
     const input = await dataset(ctx, rows);
-    const run = await collect({ headPort: gym.headPort, inputPath: input, outputDir: outputDir(ctx, `memory-${rows}`), concurrency: 64, timeoutMs: RUN_TIMEOUT_MS, capMs: CAP_MS });
+    const run = await collect({
+      headPort: gym.headPort,
+      inputPath: input,
+      outputDir: outputDir(ctx, `memory-${rows}`),
+      concurrency: 64,
+      timeoutMs: RUN_TIMEOUT_MS,
+      capMs: CAP_MS,
+    });
     peaks[rows] = { rss: run.collector.peakRssMiB, done: run.completed + run.failed, capped: run.capped };
-    ctx.log(`  ${rows} rows: collector peak RSS ${run.collector.peakRssMiB.toFixed(0)} MiB, ${run.completed} rollouts in ${(run.wallMs / 1000).toFixed(1)} s${run.capped ? ' (stopped at the cap)' : ''}`);
+    ctx.log(
+      `  ${rows} rows: collector peak RSS ${run.collector.peakRssMiB.toFixed(0)} MiB, ${run.completed} rollouts in ${(run.wallMs / 1000).toFixed(1)} s${run.capped ? ' (stopped at the cap)' : ''}`,
+    );
   }
   const small = peaks[10_000]!;
   const large = peaks[1_000_000]!;
@@ -124,7 +166,9 @@ async function memoryVsInputLength(ctx: BenchContext, gym: RunningGym): Promise<
         met: ratio <= 1.5 || extraMiB <= 64,
       },
     ],
-    notes: [`5: collector peak RSS ${small.rss.toFixed(0)} MiB (10k rows, ${small.done} rollouts) vs ${large.rss.toFixed(0)} MiB (1M rows, ${large.done} rollouts in 20 s)`],
+    notes: [
+      `5: collector peak RSS ${small.rss.toFixed(0)} MiB (10k rows, ${small.done} rollouts) vs ${large.rss.toFixed(0)} MiB (1M rows, ${large.done} rollouts in 20 s)`,
+    ],
   };
 }
 
@@ -138,7 +182,11 @@ export async function latencyBound(ctx: BenchContext): Promise<ScenarioReport> {
   const DELAY_MS = 100;
   const service: ServiceOptions = { ...COUNTER, delayMs: DELAY_MS };
   await ctx.service.configure(service);
-  const gym = await startGym({ serviceUrl: ctx.service.url, concurrency: CONCURRENCY, workDir: path.join(ctx.workDir, 'env-latency') });
+  const gym = await startGym({
+    serviceUrl: ctx.service.url,
+    concurrency: CONCURRENCY,
+    workDir: path.join(ctx.workDir, 'env-latency'),
+  });
   try {
     const input = await dataset(ctx, ROLLOUTS);
     const idealMs = Math.ceil(ROLLOUTS / CONCURRENCY) * service.steps * DELAY_MS;
@@ -152,10 +200,21 @@ export async function latencyBound(ctx: BenchContext): Promise<ScenarioReport> {
     // What 2 cores must spend on these rollouts whatever the waiting: if that alone exceeds the ideal wall, the run
     // is CPU-bound, not latency-bound, on this machine.
     const coresForTarget = (tsgymMs + serviceMs) / (idealMs / 0.8);
-    ctx.log(`  gym: ${(run.wallMs / 1000).toFixed(2)} s for an ideal ${(idealMs / 1000).toFixed(1)} s; max in flight at the service ${stats.maxInFlight}`);
+    ctx.log(
+      `  gym: ${(run.wallMs / 1000).toFixed(2)} s for an ideal ${(idealMs / 1000).toFixed(1)} s; max in flight at the service ${stats.maxInFlight}`,
+    );
 
     await ctx.service.configure(service);
-    const floor = await runFloor({ envUrl: gym.urls.environment, serviceUrl: ctx.service.url, inputPath: input, rollouts: ROLLOUTS, concurrency: CONCURRENCY }, RUN_TIMEOUT_MS);
+    const floor = await runFloor(
+      {
+        envUrl: gym.urls.environment,
+        serviceUrl: ctx.service.url,
+        inputPath: input,
+        rollouts: ROLLOUTS,
+        concurrency: CONCURRENCY,
+      },
+      RUN_TIMEOUT_MS,
+    );
     const floorStats = await ctx.service.stats();
     ctx.log(`  floor: ${(floor.wallMs / 1000).toFixed(2)} s; max in flight at the service ${floorStats.maxInFlight}`);
     const agentRss = after.agent.peakRssMiB;
@@ -176,7 +235,9 @@ export async function latencyBound(ctx: BenchContext): Promise<ScenarioReport> {
         }),
         atMost(name, 'agent peak RSS (MiB)', agentRss, 400),
         atMost(name, 'collector peak RSS (MiB)', collectorRss, 400),
-        atMost(name, 'max calls in flight at the service', stats.maxInFlight, CONCURRENCY, { service_calls: stats.calls }),
+        atMost(name, 'max calls in flight at the service', stats.maxInFlight, CONCURRENCY, {
+          service_calls: stats.calls,
+        }),
       ],
       notes: [
         `2: ${ROLLOUTS} rollouts × ${service.steps} steps at ${CONCURRENCY} in flight: gym ${(run.wallMs / 1000).toFixed(2)} s, floor ${(floor.wallMs / 1000).toFixed(2)} s, ideal ${(idealMs / 1000).toFixed(1)} s`,

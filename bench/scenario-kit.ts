@@ -37,28 +37,62 @@ export function outputDir(ctx: BenchContext, label: string): string {
 }
 
 /** Run the collector and insist every rollout completed with reward 1 (otherwise the numbers mean nothing). */
-export async function collectAll(ctx: BenchContext, gym: RunningGym, inputPath: string, rollouts: number, concurrency: number, label: string, limit?: number, root?: string): Promise<CollectResult> {
+export async function collectAll(
+  ctx: BenchContext,
+  gym: RunningGym,
+  inputPath: string,
+  rollouts: number,
+  concurrency: number,
+  label: string,
+  limit?: number,
+  root?: string,
+): Promise<CollectResult> {
   const profile = ctx.profileDir ? { profileDir: ctx.profileDir } : {};
-  const run = await collect({ headPort: gym.headPort, inputPath, outputDir: outputDir(ctx, label), concurrency, timeoutMs: RUN_TIMEOUT_MS, ...(limit ? { limit } : {}), ...(root ? { root } : {}), ...profile });
+  const run = await collect({
+    headPort: gym.headPort,
+    inputPath,
+    outputDir: outputDir(ctx, label),
+    concurrency,
+    timeoutMs: RUN_TIMEOUT_MS,
+    ...(limit ? { limit } : {}),
+    ...(root ? { root } : {}),
+    ...profile,
+  });
   if (run.completed !== rollouts || run.firstReward !== 1) {
-    const failure = run.firstFailure ? JSON.parse(run.firstFailure) as Record<string, unknown> : undefined;
-    const why = failure ? `; first failure: ${String(failure.error ?? failure._ng_failure_class ?? run.firstFailure).slice(0, 600)}` : '';
-    throw new Error(`${label}: expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed, first reward ${run.firstReward}${why}`);
+    const failure = run.firstFailure ? (JSON.parse(run.firstFailure) as Record<string, unknown>) : undefined;
+    const why = failure
+      ? `; first failure: ${String(failure.error ?? failure._ng_failure_class ?? run.firstFailure).slice(0, 600)}`
+      : '';
+    throw new Error(
+      `${label}: expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed, first reward ${run.firstReward}${why}`,
+    );
   }
   return run;
 }
 
 /** tsgym's CPU over one collection, per process: the collector's whole life plus the servers' share of it. */
-export function cpuByProcess(before: Record<string, ProcSample>, after: Record<string, ProcSample>, run: CollectResult): Record<string, number> {
+export function cpuByProcess(
+  before: Record<string, ProcSample>,
+  after: Record<string, ProcSample>,
+  run: CollectResult,
+): Record<string, number> {
   const servers = Object.fromEntries(Object.keys(after).map((key) => [key, delta(before[key]!, after[key]!).cpuMs]));
   return { collector: run.collector.cpuMs, ...servers };
 }
 
-export function tsgymCpuMs(before: Record<string, ProcSample>, after: Record<string, ProcSample>, run: CollectResult): number {
+export function tsgymCpuMs(
+  before: Record<string, ProcSample>,
+  after: Record<string, ProcSample>,
+  run: CollectResult,
+): number {
   return Object.values(cpuByProcess(before, after, run)).reduce((a, b) => a + b, 0);
 }
 
-export function tsgymIoBytes(before: Record<string, ProcSample>, after: Record<string, ProcSample>, run: CollectResult): number {
+export function tsgymIoBytes(
+  before: Record<string, ProcSample>,
+  after: Record<string, ProcSample>,
+  run: CollectResult,
+): number {
   return Object.keys(after).reduce((sum, key) => sum + delta(before[key]!, after[key]!).ioBytes, run.collector.ioBytes);
 }
 
