@@ -4,7 +4,7 @@ import { writeCounterRows } from '../resources_servers/example_session_state_mgm
 import { collect, GYM, REPO, startGym, type CollectResult, type RunningGym } from './gym.js';
 import { delta, sampleProc, start, stop, waitForLine, type ProcSample } from './procs.js';
 import { atLeast, atMost, round, type ScenarioReport } from './report.js';
-import type { BenchContext } from './scenarios.js';
+import type { BenchContext } from './scenario-kit.js';
 import type { ServiceOptions } from './service.js';
 
 /**

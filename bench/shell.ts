@@ -5,7 +5,7 @@ import { createShellServer, shellSettings } from '../resources_servers/shell/app
 import { request } from '../src/http/client.js';
 import { CookieJar } from '../src/http/cookies.js';
 import { atMost, round, type ScenarioReport } from './report.js';
-import type { BenchContext } from './scenarios.js';
+import type { BenchContext } from './scenario-kit.js';
 
 /**
  * Scenario 6, the shell environment's sandboxes: what a session's sandbox costs to create and destroy (tmpfs mount,
