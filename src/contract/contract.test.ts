@@ -14,7 +14,7 @@ import {
   type Validation,
 } from './index.js';
 
-/** The minimal valid response printed in reference-gym.md §6.1. */
+/** The reference's minimal valid response (docs/design.md, "The Responses object"). */
 function specExample(): Record<string, unknown> {
   return {
     id: 'x',
