@@ -2,7 +2,7 @@ import { execFile, type ExecFileException } from 'node:child_process';
 import { parseJsonDecision, renderConversation, type Decide, type FunctionTool, type ConversationItem } from '../../src/service/index.js';
 
 /**
- * The Claude Code CLI as an agent's brain (the quickstart service of remote-agent.md, on the tsgym kit).
+ * The Claude Code CLI as an agent's brain (the Claude Code example of docs/services.md, on the tsgym kit).
  * Each call renders the conversation into one prompt and runs `claude -p <prompt> --output-format json`;
  * Claude may use its own tools inside that one invocation, and its final text must be a JSON decision.
  *

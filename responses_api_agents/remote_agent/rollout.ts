@@ -24,7 +24,7 @@ import { StepBody } from './step-body.js';
  * the service, verify on the same session, and return what `/verify` returned, as the reference does (decision C4):
  * the environment decides what a row holds and may leave dataset fields out on purpose (answer keys, images, bulky
  * inputs); the collector adds its stamps. Every failure becomes a
- * reward-0 row (remote-agent-cases.md §0.1) whose `_ng_failure_terminal` comes from the typed error's class,
+ * reward-0 row (docs/design.md, "The failure row") whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
  */
 

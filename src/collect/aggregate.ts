@@ -1,6 +1,6 @@
 /**
- * The end-of-collection metrics (reference-gym.md §4.9): persisted successes grouped by agent, heavy fields
- * stripped, sent in (task, rollout) order to each agent's `/aggregate_metrics`, and written as
+ * The end-of-collection metrics (docs/design.md, "End-of-run aggregation"): persisted successes grouped by agent, heavy
+ * fields stripped, sent in (task, rollout) order to each agent's `/aggregate_metrics`, and written as
  * `<stem>_aggregate_metrics.json` — one entry per agent, with the run's outcome counts (D1) beside the metrics.
  */
 import { isPlainObject } from '../config/types.js';

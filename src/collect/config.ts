@@ -1,6 +1,6 @@
 /**
- * The rollout-collection keys of the resolved config (reference-gym.md §4.1), checked once up front so the run
- * never discovers a bad setting halfway through.
+ * The rollout-collection keys of the resolved config (docs/design.md, "Collection keys"), checked once up front so the
+ * run never discovers a bad setting halfway through.
  */
 import { ConfigError, UsageError } from '../errors.js';
 import { DEFAULT_HEAD_PORT, DEFAULT_HOST, isPlainObject, type GlobalConfig } from '../config/types.js';

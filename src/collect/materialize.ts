@@ -1,6 +1,6 @@
 /**
- * From input lines to materialized rows (reference-gym.md §4.2), streamed: memory holds one line at a time plus
- * the compact line-digest and per-task counter tables.
+ * From input lines to materialized rows (docs/design.md, "Input materialization"), streamed: memory holds one line at a
+ * time plus the compact line-digest and per-task counter tables.
  *
  * `scanInput` is the cheap first pass that proves every line is a JSON object with a known agent before anything
  * is written or dispatched; `materializeRows` is the second pass that yields the rows to run, in order

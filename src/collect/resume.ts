@@ -1,5 +1,5 @@
 /**
- * Resume (`+resume_from_cache=true`, reference-gym.md §4.7 with decisions D9/D10): what the previous run left on
+ * Resume (`+resume_from_cache=true`, docs/design.md: "Resume", decisions D9/D10): what the previous run left on
  * disk, whether it belongs to the same inputs, and which keys still need a rollout.
  *
  * A key is re-dispatched when it is not in `<stem>.jsonl`, has no terminal sidecar line, and has fewer sidecar

@@ -1,7 +1,7 @@
 /**
  * What happens to one rollout: the `/run` call (failures contained as rows, decisions D11/D12), the stamps the
- * collector puts on every result (reference-gym.md §4.5), and where the result goes — successes to
- * `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
+ * collector puts on every result (docs/design.md, "Result stamps and routing"), and where the result goes — successes
+ * to `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
  */
 import { placeholderResponse, validateCreateParams } from '../contract/index.js';
 import { isPlainObject } from '../config/types.js';

@@ -1,5 +1,5 @@
 /**
- * `gym eval aggregate` (reference-gym.md §1.5.6, §9): merge shard rollout files into one, sorted by
+ * `gym eval aggregate` (docs/design.md, "Shards: gym eval aggregate"): merge shard rollout files into one, sorted by
  * (task, rollout), and compute the aggregate metrics over all of them so a sharded collection reports exactly
  * what a single run would. Each shard's failures sidecar and materialized inputs, when present beside it, feed the
  * outcome counts (D1).

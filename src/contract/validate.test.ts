@@ -8,7 +8,7 @@ import type { Usage } from './body-schemas.js';
 import { InputItemSchema, OutputItemSchema } from './item-schemas.js';
 import { validateCreateParams, validateResponse, validateUsage, type Validation } from './validate.js';
 
-/** The minimal valid response printed in reference-gym.md §6.1. */
+/** The reference's minimal valid response (docs/design.md, "The Responses object"). */
 function specExample(): Record<string, unknown> {
   return {
     id: 'x',

@@ -1,4 +1,4 @@
-/** The metrics library against hand-computed values (reference-gym.md §5.1–§5.3). */
+/** The metrics library against hand-computed values (docs/design.md: "Profile statistics" to "pass@k …"). */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { computeAggregateMetrics } from './metrics.js';

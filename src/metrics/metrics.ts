@@ -1,6 +1,6 @@
 /**
- * Aggregate metrics over rollout results: the body of every `/aggregate_metrics` endpoint (reference-gym.md §5.2)
- * and the engine of `gym eval profile` (§5.1).
+ * Aggregate metrics over rollout results: the body of every `/aggregate_metrics` endpoint
+ * (docs/design.md, "The /aggregate_metrics body") and the engine of `gym eval profile` ("Profile statistics").
  *
  * Results are grouped by task (`_ng_task_index`) into `group_level_metrics`, and described as a whole into
  * `agent_metrics`; `key_metrics` are the `mean/*` entries. An environment may add its own metrics through a

@@ -1,7 +1,7 @@
 /**
  * pass@k / majority@k helpers for environments' `computeMetrics` hooks and for `gym eval profile`
- * (reference-gym.md §5.3). All accuracy values are percentages (0–100). `tasks[i]` is the list of rollouts of
- * task i, in rollout order.
+ * (docs/design.md, "pass@k and majority@k"). All accuracy values are percentages (0–100). `tasks[i]` is the list of
+ * rollouts of task i, in rollout order.
  */
 import { mean, sampleStd, type Row } from './stats.js';
 

@@ -1,7 +1,7 @@
 /**
  * Descriptive statistics over rollout results, with the pandas semantics the reference profiler has
- * (reference-gym.md §5.1): per column `mean`, `max`, `min`, `median`, sample `std` (n − 1) over the values
- * present; a statistic that is undefined is left out; and when *every* std of a group is undefined (a single
+ * (docs/design.md, "Profile statistics"): per column `mean`, `max`, `min`, `median`, sample `std` (n − 1) over the
+ * values present; a statistic that is undefined is left out; and when *every* std of a group is undefined (a single
  * rollout), the columns that have no missing value in that group get std 0.
  */
 

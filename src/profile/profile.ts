@@ -1,6 +1,6 @@
 /**
- * `gym eval profile` (reference-gym.md §5.1, decision D1): per task and per agent statistics of every numeric
- * field of the completed rollouts, pass@k per agent, and the outcome of every expected rollout — the failures
+ * `gym eval profile` (docs/design.md: "Profile statistics", decision D1): per task and per agent statistics of every
+ * numeric field of the completed rollouts, pass@k per agent, and the outcome of every expected rollout — the failures
  * sidecar beside the rollouts file is read, so a failed rollout is counted as failed, not as missing.
  */
 import { existsSync } from 'node:fs';

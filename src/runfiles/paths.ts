@@ -1,4 +1,4 @@
-/** Artefact names, all derived from the rollouts path `<dir>/<stem><suffix>` (reference-gym.md §4.3, §5.1). */
+/** Artefact names, all derived from the rollouts path `<dir>/<stem><suffix>` (docs/design.md, "Artefact names"). */
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../errors.js';

@@ -4,8 +4,8 @@ import type { CheckedDecision } from './decision.js';
 
 /**
  * Turning a checked decision into the Responses object Gym expects, in the exact shapes of the contract
- * (remote-agent.md, libraries.md §2): unpaired `function_call` items for asks, paired call + output records for
- * tools the service ran itself, an assistant `message` to finish, and a complete `usage`.
+ * (docs/services.md; docs/design.md, "The Responses object"): unpaired `function_call` items for asks, paired call +
+ * output records for tools the service ran itself, an assistant `message` to finish, and a complete `usage`.
  */
 
 /** Ids are random, so they are unique within a rollout even when a client does not echo the kit's cookie. */
