@@ -12,11 +12,7 @@ import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
-import { eventually, mountsUnder, pidsMentioning, pidsOfUid, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
-import { hostProcesses } from './sandbox/sandbox.js';
-
-/** Whether a process runs exactly `command` (its argv joined by spaces). */
-const running = (command: string): boolean => hostProcesses().some((proc) => proc.cmdline.trim() === command);
+import { eventually, mountsUnder, pidsMentioning, pidsOfUid, processRunning, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
 
 const unavailable = sandboxTestsUnavailable();
 const APP = fileURLToPath(new URL('./app.js', import.meta.url));
@@ -227,7 +223,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       const sessions = [new Session(first.url), new Session(first.url)];
       for (const session of sessions) await session.call('seed_session', { task_dir: 'csv-transform' });
       void sessions[0]!.post('run_command', { command: 'sleep 25' }).catch(() => undefined);
-      assert.ok(await eventually(() => running('sleep 25'), 5000), 'the command runs');
+      assert.ok(await eventually(() => processRunning('sleep 25'), 5000), 'the command runs');
     } finally {
       first.child.kill('SIGKILL');
       await first.exited;

@@ -5,7 +5,10 @@ import { defineEnvironment, EnvironmentServer, isMainModule, ToolError, z, type 
 import { ConfigError } from '../../src/errors.js';
 import { HttpError } from '../../src/http/server.js';
 import { serveInstance } from '../../src/server/serve.js';
-import { DEFAULT_LIMITS, openSandboxHost, SandboxError, type Sandbox, type SandboxHost, type SandboxLimits } from './sandbox/sandbox.js';
+import { SandboxError } from './sandbox/errors.js';
+import { openSandboxHost, type SandboxHost } from './sandbox/host.js';
+import { DEFAULT_LIMITS, type SandboxLimits } from './sandbox/limits.js';
+import type { Sandbox } from './sandbox/sandbox.js';
 import { scoreCheck, TaskError, taskFromRow, TaskRow, type ShellTask } from './tasks.js';
 
 /**

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { hostProcesses } from '../../resources_servers/shell/sandbox/sandbox.js';
+import { hostProcesses } from '../../resources_servers/shell/sandbox/processes.js';
 
 /** Why the sandbox tests cannot run here, or undefined when they can. */
 export function sandboxTestsUnavailable(): string | undefined {
@@ -44,4 +44,9 @@ export async function eventually(condition: () => boolean | Promise<boolean>, ti
     if (Date.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** Whether a process runs exactly `command` (its argv joined by spaces). */
+export function processRunning(command: string): boolean {
+  return hostProcesses().some((proc) => proc.cmdline.trim() === command);
 }

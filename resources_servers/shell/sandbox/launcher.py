@@ -1,5 +1,5 @@
-# The process that runs as PID 1 inside every sandbox invocation (bwrap --as-pid-1). It is started by the host with
-# one JSON argument and does exactly one operation: run a shell command, or read/write/list one path confined to
+# The process that runs as PID 1 inside every sandbox invocation (bwrap --as-pid-1). It reads one operation, as
+# JSON on stdin, from the host and does exactly that: run a shell command, or read/write/list one path confined to
 # /work. Being PID 1 of the sandbox's own PID namespace, it reaps every process of the command's tree (orphans
 # included), so RUSAGE_CHILDREN is the CPU of the whole tree; when the command's shell exits it kills everything
 # left (kill(-1) from PID 1 reaches the whole namespace), so no process outlives its command. The result goes to

@@ -5,7 +5,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { openSandboxHost, type LimitName, type Sandbox, type SandboxHost } from './sandbox.js';
+import { openSandboxHost, type SandboxHost } from './host.js';
+import type { LimitName } from './limits.js';
+import type { Sandbox } from './sandbox.js';
 import { eventually, mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
 
 const unavailable = sandboxTestsUnavailable();
