@@ -21,8 +21,8 @@ function readmeExample(): string {
   assert.ok(section >= 0, 'the README has a "Write your own environment" section');
   const start = text.indexOf('```ts\n', section) + '```ts\n'.length;
   const code = text.slice(start, text.indexOf('```', start));
-  assert.match(code, /'\.\.\/\.\.\/src\/environment\/index\.js'/);
-  return code.replace("'../../src/environment/index.js'", JSON.stringify(KIT_URL));
+  assert.match(code, /from 'tsgym\/environment'/);
+  return code.replace("'tsgym/environment'", JSON.stringify(KIT_URL));
 }
 
 describe('README: write your own environment', () => {
