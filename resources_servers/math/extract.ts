@@ -16,7 +16,7 @@ import { MAX_ANSWER_CHARS } from './equivalence.js';
 
 export const EXTRACTION_STRATEGIES = ['boxed', 'hashes', 'answer_line', 'the_answer_is', 'last_number'] as const;
 export type ExtractionStrategy = (typeof EXTRACTION_STRATEGIES)[number];
-export const DEFAULT_EXTRACTION: readonly ExtractionStrategy[] = EXTRACTION_STRATEGIES;
+export const DEFAULT_EXTRACTION: readonly ExtractionStrategy[] = [...EXTRACTION_STRATEGIES];
 
 export const MAX_SCAN_CHARS = 50_000;
 /** How many `\boxed` occurrences (from the end) are tried before giving up on unbalanced ones. */
