@@ -22,6 +22,7 @@ const LAYERS = [
   // The engine behind the CLI's verbs.
   ['src/supervisor/'],
   ['src/check/'],
+  ['src/scaffold/'],
   ['src/collect/'],
   ['src/profile/'],
   ['src/queue/'],

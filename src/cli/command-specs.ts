@@ -84,6 +84,18 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency],
     examples: ['gym worker --queue redis://10.0.0.2:6379 --concurrency 32', 'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001'],
   },
+  'new environment': {
+    summary: 'Write a working environment into resources_servers/<name>/ (app.ts, config with a remote agent, example rows, a scripted solver, a test, README) that collects at mean reward 1.0 as written; never overwrites.',
+    flags: [],
+    positionals: ['name'],
+    examples: ['gym new environment trivia'],
+  },
+  'new service': {
+    summary: "Write a working agent service into <name>/ (TypeScript, or --python for standard-library Python) that solves tsgym's counter tasks, with its config, example rows, a test and README; never overwrites.",
+    flags: [FLAGS.python],
+    positionals: ['name'],
+    examples: ['gym new service my_agent', 'gym new service my_agent --python'],
+  },
   version: {
     summary: 'Print version information.',
     flags: [FLAGS.json],
@@ -96,6 +108,7 @@ export const COMMAND_GROUPS: Record<string, string[]> = {
   env: ['start', 'status', 'stop', 'resolve'],
   eval: ['run', 'profile', 'aggregate'],
   agent: ['check'],
+  new: ['environment', 'service'],
 };
 /** Commands of one word. */
 export const LEAF_COMMANDS = ['quickstart', 'view', 'worker', 'version', 'help'];

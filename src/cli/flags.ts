@@ -54,6 +54,7 @@ export const FLAGS = {
   port: { long: '--port', value: 'int', metavar: 'N', key: 'port', help: 'Port to serve on; 0 (the default) picks a free one (+port).' },
   queue: { long: '--queue', value: 'string', metavar: 'REDIS_URL', key: 'queue_url', help: 'Distribute the rollouts to gym worker processes through Redis, e.g. redis://HOST:6379/0 (+queue_url).' },
   workerConcurrency: { long: '--concurrency', value: 'int', metavar: 'N', key: 'worker_concurrency', help: 'Jobs this worker runs at once (+worker_concurrency; default 16).' },
+  python: { long: '--python', key: 'python', help: 'Write the service in Python 3 (standard library only) instead of TypeScript (+python=true).' },
   host: { long: '--host', value: 'string', metavar: 'HOST', key: 'host', help: 'Address to serve on (+host; default 127.0.0.1, this machine only).' },
 } satisfies Record<string, FlagSpec>;
 

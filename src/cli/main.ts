@@ -16,6 +16,8 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   'eval aggregate': async () => (await import('./commands/eval.js')).evalAggregate,
   quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
   'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,
+  'new environment': async () => (await import('./commands/new.js')).newEnvironment,
+  'new service': async () => (await import('./commands/new.js')).newService,
   view: async () => (await import('./commands/view.js')).view,
   worker: async () => (await import('./commands/worker.js')).worker,
   version: async () => (await import('./commands/version.js')).version,
