@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
 import { GymError } from '../errors.js';
@@ -59,5 +60,14 @@ export async function serveInstance(
 /** True when the module at `importMetaUrl` is the process's entry script (`node app.js`). */
 export function isMainModule(importMetaUrl: string): boolean {
   const entry = process.argv[1];
-  return entry !== undefined && pathToFileURL(entry).href === importMetaUrl;
+  if (entry === undefined) return false;
+  // Node reports a module's URL by its real path, but argv[1] as typed: a project reached through a symlink
+  // (macOS's /tmp, a linked checkout) must still count as the entry.
+  let real = entry;
+  try {
+    real = realpathSync(entry);
+  } catch {
+    // not a file on disk (e.g. `node -e`): compare as given
+  }
+  return pathToFileURL(real).href === importMetaUrl;
 }
