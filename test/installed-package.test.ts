@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -71,6 +72,17 @@ async function startListening(command: string, args: readonly string[], cwd: str
     child.once('close', (code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
   });
   return { url, stop: () => child.kill('SIGTERM') };
+}
+
+/** A port nothing listens on now (the head server of one `gym eval run`). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
 }
 
 /** A ```ts block of the README (or a page under docs/) that imports `entry`, exactly as printed. */
@@ -153,6 +165,37 @@ describe('the installed package', () => {
       assert.match(output, new RegExp(`${path.join(project, 'resources_servers', 'todo').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     } finally {
       started.kill('SIGINT');
+    }
+  });
+
+  it('a scaffolded environment and a scaffolded service collect at mean reward 1.0 through gym eval run', async () => {
+    const scaffolds = [
+      { args: ['new', 'environment', 'trivia'], solver: 'resources_servers/trivia/solver.ts', name: 'trivia', config: 'resources_servers/trivia/configs/trivia.yaml', data: 'resources_servers/trivia/data/example.jsonl' },
+      { args: ['new', 'service', 'my_agent'], solver: 'my_agent/service.ts', name: 'my_agent', config: 'my_agent/configs/my_agent.yaml', data: 'my_agent/data/example.jsonl' },
+    ];
+    for (const scaffold of scaffolds) {
+      const written = await run('npx', ['gym', ...scaffold.args], project);
+      assert.equal(written.code, 0, explain(written));
+      const service = await startListening(process.execPath, ['--import', 'tsx', scaffold.solver, '--port', '0'], project, cleanEnv());
+      try {
+        const output = `results/${scaffold.name}.jsonl`;
+        const collected = await run(
+          'npx',
+          [
+            'gym', 'eval', 'run', `+config_paths=[${scaffold.config}]`, `+agent_name=${scaffold.name}_agent`,
+            `+input_jsonl_fpath=${scaffold.data}`, `+output_jsonl_fpath=${output}`,
+            `++${scaffold.name}_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
+            `++head_server.port=${await freePort()}`,
+          ],
+          project,
+        );
+        assert.equal(collected.code, 0, explain(collected));
+        const rows = readFileSync(path.join(project, output), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { reward: number });
+        assert.ok(rows.length > 0);
+        assert.deepEqual(rows.map((row) => row.reward), rows.map(() => 1));
+      } finally {
+        service.stop();
+      }
     }
   });
 
