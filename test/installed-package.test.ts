@@ -147,7 +147,7 @@ describe('the installed package', () => {
       path.join(project, 'todo.yaml'),
       'todo_resources_server:\n  resources_servers:\n    todo:\n      entrypoint: app.py\n      domain: agent\n',
     );
-    const started = spawn('npx', ['gym', 'env', 'start', '+config_paths=[todo.yaml]', '++head_server.port=0'], { cwd: project, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn('npx', ['gym', 'env', 'start', '+config_paths=[todo.yaml]', `++head_server.port=${await freePort()}`], { cwd: project, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     started.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     started.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
