@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,18 @@ import { eventually, mountsUnder, pidsMentioning, pidsOfUid, processRunning, san
 
 const unavailable = sandboxTestsUnavailable();
 const APP = fileURLToPath(new URL('./app.js', import.meta.url));
+/** The unprivileged uid the non-root refusal is tried as. */
+const NOBODY = 65534;
+
+/** The session dirs (`s<uid>`) of an owner dir, which also holds the staged launcher's `runtime/`. */
+function sessionDirs(ownerDir: string): string[] {
+  return readdirSync(ownerDir).filter((name) => /^s\d+$/.test(name));
+}
+
+/** Whether `uid` can read `file` (every parent dir included), asked of a real process running as it. */
+function readableBy(uid: number, file: string): boolean {
+  return spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'test', '-r', file]).status === 0;
+}
 
 /** One rollout's view of the environment: its own cookie jar, JSON in and out. */
 class Session {
@@ -163,10 +175,11 @@ interface EnvProcess {
   exited: Promise<number | null>;
 }
 
-async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): Promise<EnvProcess> {
+async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env, asUid?: number): Promise<EnvProcess> {
   const port = await findFreePort();
   const dict = { shell_resources_server: { resources_servers: { shell: { entrypoint: 'app.ts', domain: 'agent', host: '127.0.0.1', port, ...config } } } };
-  const child = spawn(process.execPath, [APP], {
+  const command = asUid === undefined ? [process.execPath, APP] : ['setpriv', `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, APP];
+  const child = spawn(command[0]!, command.slice(1), {
     env: { ...env, NEMO_GYM_CONFIG_DICT: stringify(dict), NEMO_GYM_CONFIG_PATH: 'shell_resources_server' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -184,6 +197,13 @@ describe('shell environment process', { skip: unavailable }, () => {
     assert.equal(await env.exited, 1);
     assert.match(env.output(), /^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: .*bubblewrap \(apt-get install bubblewrap\) is not installed/m);
     assert.doesNotMatch(env.output(), /\n\s+at /, 'no stack trace');
+  });
+
+  test('as any user but root it refuses in one paragraph saying it needs root and how to start it — never runs unsandboxed', { skip: readableBy(NOBODY, APP) ? false : 'this checkout is out of reach of an unprivileged user' }, async () => {
+    const env = await startEnvProcess({ sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nonroot-')) }, process.env, NOBODY);
+    assert.equal(await env.exited, 1);
+    assert.match(env.output(), new RegExp(`^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: it must run as root \\(this process runs as uid ${NOBODY}\\), .*start it as root, with sudo or in a container that runs as root\\.$`, 'm'));
+    assert.equal(env.output().trim().split('\n').length, 1, `one paragraph:\n${env.output()}`);
   });
 
   test('a bad limit in the config is a one-line config error naming the key', async () => {
@@ -206,7 +226,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       assert.ok(await eventually(async () => (await status(env.url)).sandboxes_live === 0, 10_000), 'every sandbox is destroyed after expiry');
       const owner = readdirSync(baseDir);
       assert.equal(owner.length, 1);
-      assert.deepEqual(readdirSync(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
+      assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
       assert.ok(await eventually(() => pidsMentioning(baseDir).length === 0, 5000), 'no sandbox process is left');
     } finally {
       env.child.kill('SIGTERM');
@@ -229,7 +249,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       await first.exited;
     }
     const [ownerDir] = readdirSync(baseDir);
-    const uids = readdirSync(path.join(baseDir, ownerDir!)).map((name) => Number(name.slice(1)));
+    const uids = sessionDirs(path.join(baseDir, ownerDir!)).map((name) => Number(name.slice(1)));
     assert.equal(uids.length, 2);
     assert.equal(mountsUnder(path.join(baseDir, ownerDir!)).length, 2, 'a SIGKILLed environment leaves its mounts');
     const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);

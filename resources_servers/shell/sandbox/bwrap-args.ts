@@ -7,16 +7,21 @@
  * it is tied to its caller (a cleared environment, a new session, and death with its parent).
  */
 import { lstatSync, readlinkSync } from 'node:fs';
-import path from 'node:path';
-import { installRoot } from '../../../src/config/index.js';
 
-/** The sandbox's PID 1 on the host; bound read-only into every sandbox. */
-export const LAUNCHER = path.join(installRoot(), 'resources_servers', 'shell', 'sandbox', 'launcher.py');
-/** The interpreter that runs the launcher (and the tasks' Python) inside the sandbox. */
+/** The interpreter that runs the launcher (and the tasks' Python) inside the sandbox: a system path, visible there. */
 export const SANDBOX_PYTHON = '/usr/bin/python3';
 /** The uid a command sees inside its user namespace, whatever host uid its session has. */
 const SANDBOX_UID = 1000;
 const TMP_BYTES = 16 * 1024 * 1024;
+const TOP_LEVEL_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** The host files every invocation starts, fixed when the host opens. */
+export interface SandboxPrograms {
+  /** bubblewrap's absolute path: setpriv execs it as the session's uid, so that uid never searches the server's PATH. */
+  bwrap: string;
+  /** The launcher's staged copy (staged-launcher.ts), bound read-only at /.tsgym/launcher.py. */
+  launcher: string;
+}
 
 /** What one invocation needs: who it runs as, which work dir it binds, and any extra read-only binds. */
 export interface BwrapTarget {
@@ -26,21 +31,27 @@ export interface BwrapTarget {
   workDir: string;
   /** Extra read-only binds: host path → sandbox path. */
   roBinds: Array<[string, string]>;
+  programs: SandboxPrograms;
+}
+
+/**
+ * The host's system dirs every sandbox binds read-only at the same path (top-level ones that are symlinks, as
+ * on merged-/usr systems, are recreated as symlinks instead). The start-up checks look at the same list.
+ */
+export function systemBinds(): string[] {
+  return ['/usr', ...TOP_LEVEL_DIRS.filter((top) => lstatSafe(top)?.isDirectory() === true), '/etc'];
 }
 
 /** setpriv's arguments: become `uid`, then run bwrap around the launcher. */
-export function bwrapArgs({ uid, workDir, roBinds }: BwrapTarget): string[] {
-  const args = ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', 'bwrap'];
+export function bwrapArgs({ uid, workDir, roBinds, programs }: BwrapTarget): string[] {
+  const args = ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap];
   args.push('--unshare-all', '--unshare-user', '--die-with-parent', '--new-session', '--as-pid-1', '--clearenv', '--disable-userns');
-  args.push('--ro-bind', '/usr', '/usr');
-  for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']) {
-    const stat = lstatSafe(top);
-    if (!stat) continue;
-    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
-    else if (stat.isDirectory()) args.push('--ro-bind', top, top);
+  for (const dir of systemBinds()) args.push('--ro-bind', dir, dir);
+  for (const top of TOP_LEVEL_DIRS) {
+    if (lstatSafe(top)?.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
   }
-  args.push('--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev', '--size', String(TMP_BYTES), '--tmpfs', '/tmp');
-  args.push('--bind', workDir, '/work', '--ro-bind', LAUNCHER, '/.tsgym/launcher.py');
+  args.push('--proc', '/proc', '--dev', '/dev', '--size', String(TMP_BYTES), '--tmpfs', '/tmp');
+  args.push('--bind', workDir, '/work', '--ro-bind', programs.launcher, '/.tsgym/launcher.py');
   for (const [from, to] of roBinds) args.push('--ro-bind', from, to);
   // The root bwrap builds is a tmpfs: make it read-only too, so the work dir (and the private /tmp) is all a command can write.
   args.push('--remount-ro', '/');

@@ -8,12 +8,14 @@
 import { randomInt } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { SandboxPrograms } from './bwrap-args.js';
 import { SandboxError, SandboxUnavailableError } from './errors.js';
 import { DEFAULT_LIMITS, type SandboxLimits } from './limits.js';
 import { openMemoryCgroups, type MemoryCgroups, type SessionCgroup } from './memory-cgroup.js';
 import { mountWorkDir, unmountUnder } from './mounts.js';
-import { firstClosedAncestor, missingPrerequisites, selfTest } from './prerequisites.js';
+import { findOnPath, missingPrerequisites, selfTest, unreachableForSessions } from './prerequisites.js';
 import { Sandbox } from './sandbox.js';
+import { stageLauncher } from './staged-launcher.js';
 import { cgroupOwnerGone, newOwnerName, removeStaleOwners } from './stale-owners.js';
 
 /** Host uids handed to sessions: a high range no system account uses, picked at random per sandbox. */
@@ -35,23 +37,21 @@ export async function openSandboxHost(options: SandboxHostOptions): Promise<Sand
     );
   }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const closed = firstClosedAncestor(path.resolve(options.baseDir));
-  if (closed) {
-    throw new SandboxUnavailableError(
-      `the sandbox base dir ${options.baseDir} is below ${closed}, which other users cannot enter; bwrap runs as each session's own uid and must reach the work dir. ` +
-        `Choose a sandbox_base_dir whose parents are all searchable (chmod o+x ${closed}), e.g. under /tmp.`,
-    );
-  }
+  // Found, or missingPrerequisites would have said so.
+  const bwrap = findOnPath('bwrap')!;
+  const unreachable = unreachableForSessions(options.baseDir, bwrap);
+  if (unreachable) throw new SandboxUnavailableError(unreachable);
   const removed = await removeStaleOwners(options.baseDir);
   const owner = newOwnerName();
   const memory = await openMemoryCgroups(CGROUP_PREFIX, owner, cgroupOwnerGone);
-  const host = new SandboxHost(options.baseDir, owner, limits, removed, memory);
+  const host = new SandboxHost(options.baseDir, owner, bwrap, limits, removed, memory);
   await selfTest(host);
   return host;
 }
 
 export class SandboxHost {
   readonly ownerDir: string;
+  private readonly programs: SandboxPrograms;
   private readonly sandboxes = new Set<Sandbox>();
   private readonly uids = new Set<number>();
   private closed = false;
@@ -59,6 +59,7 @@ export class SandboxHost {
   constructor(
     readonly baseDir: string,
     owner: string,
+    bwrap: string,
     readonly limits: SandboxLimits,
     /** Owner dirs of dead previous processes removed at start-up. */
     readonly staleRemoved: number,
@@ -66,7 +67,10 @@ export class SandboxHost {
     readonly memory: MemoryCgroups | undefined,
   ) {
     this.ownerDir = path.join(baseDir, owner);
-    mkdirSync(this.ownerDir, { recursive: true, mode: 0o711 });
+    // Traversable, not listable; chmod too, as mkdir's mode passes through the umask (077 would lock the sessions out).
+    mkdirSync(this.ownerDir, { recursive: true });
+    chmodSync(this.ownerDir, 0o711);
+    this.programs = { bwrap, launcher: stageLauncher(this.ownerDir) };
   }
 
   /** What enforces the session memory limit here. */
@@ -90,14 +94,16 @@ export class SandboxHost {
     let cgroup: SessionCgroup | undefined;
     try {
       // Traversable, not listable: bwrap runs as the session's uid and must reach the work dir to bind it.
-      mkdirSync(dir, { mode: 0o711 });
+      mkdirSync(dir);
+      chmodSync(dir, 0o711);
       mkdirSync(work, { mode: 0o700 });
       await mountWorkDir(work, this.limits.diskBytes, uid);
       // The work dir is new and empty: nothing untrusted can have planted a symlink in it yet.
       for (const [relative, content] of Object.entries(files)) {
         const target = path.join(work, relative);
         mkdirSync(path.dirname(target), { recursive: true });
-        writeFileSync(target, content, { mode: relative.endsWith('.sh') ? 0o755 : 0o644 });
+        writeFileSync(target, content);
+        chmodSync(target, relative.endsWith('.sh') ? 0o755 : 0o644);
       }
       chownTree(work, uid);
       cgroup = this.memory?.create(`s${uid}`, this.limits.sessionMemoryBytes);
@@ -108,7 +114,7 @@ export class SandboxHost {
       this.uids.delete(uid);
       throw new SandboxError(`could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`);
     }
-    const sandbox = new Sandbox(this.limits, uid, dir, work, cgroup, (destroyed) => this.release(destroyed));
+    const sandbox = new Sandbox(this.limits, this.programs, uid, dir, work, cgroup, (destroyed) => this.release(destroyed));
     this.sandboxes.add(sandbox);
     return sandbox;
   }

@@ -244,13 +244,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       }
     });
 
-    test('a base dir the sessions cannot reach is refused at start-up, naming the dir to open', async () => {
+    test('a base dir the sessions cannot reach is refused at start-up in one paragraph naming the dir, its mode and the fix', async () => {
       const closed = mkdtempSync(path.join(os.tmpdir(), 'tsgym-closed-'));
-      await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'inner') }), (err: Error) => {
+      await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'deeper', 'base') }), (err: Error) => {
         assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
-        assert.match(err.message, new RegExp(`below ${closed}, which other users cannot enter.*chmod o\\+x ${closed}`));
+        assert.match(err.message, new RegExp(`^the sandbox base dir ${closed}/deeper/base is out of reach of the sessions: ${closed} has mode 0700, .*sandbox_base_dir.*chmod o\\+x ${closed}\\.$`));
+        assert.doesNotMatch(err.message, /\n/, 'one paragraph');
         return true;
       });
+      assert.deepEqual(readdirSync(closed), [], 'nothing is created below it');
     });
 
     test('32 sandboxes at once, each with its own files', async () => {

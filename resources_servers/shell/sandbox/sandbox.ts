@@ -8,10 +8,10 @@
  * the whole tree with it. This file runs those invocations, keeps the per-session budgets, and names the limit a
  * command ran into.
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { spawn, type SpawnOptions } from 'node:child_process';
+import { chmodSync, mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bwrapArgs } from './bwrap-args.js';
+import { bwrapArgs, type SandboxPrograms } from './bwrap-args.js';
 import { SandboxError } from './errors.js';
 import { describeLimit, type LimitName, type SandboxLimits } from './limits.js';
 import type { SessionCgroup } from './memory-cgroup.js';
@@ -37,7 +37,7 @@ export interface SandboxUsage {
 }
 
 const COMMAND_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/work', LANG: 'C.UTF-8', TERM: 'dumb', TMPDIR: '/tmp', USER: 'sandbox' };
-/** Where setpriv and bwrap are looked up (the environment's own PATH is checked at start-up). */
+/** Where setpriv is looked up (the environment's own PATH is checked at start-up); bwrap goes by its absolute path. */
 const SYSTEM_PATH = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
 /** How shells, coreutils and Python report a fork refused by RLIMIT_NPROC. */
 const FORK_FAILED = /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
@@ -70,6 +70,8 @@ export class Sandbox {
   constructor(
     /** The host's limits (shared by all its sandboxes). */
     readonly limits: SandboxLimits,
+    /** bwrap and the staged launcher (the host's, shared by all its sandboxes). */
+    private readonly programs: SandboxPrograms,
     readonly uid: number,
     readonly dir: string,
     readonly workDir: string,
@@ -214,11 +216,17 @@ export class Sandbox {
     await this.stopCommands();
     const checkDir = path.join(this.dir, 'check');
     rmSync(checkDir, { recursive: true, force: true });
-    mkdirSync(checkDir, { mode: 0o755 });
+    // Root writes them and the session's uid must read them: modes are set explicitly, whatever the server's umask.
+    mkdirSync(checkDir);
+    chmodSync(checkDir, 0o755);
     for (const [relative, content] of Object.entries(files)) {
       const target = path.join(checkDir, relative);
-      mkdirSync(path.dirname(target), { recursive: true, mode: 0o755 });
-      writeFileSync(target, content, { mode: 0o755 });
+      for (let dir = path.dirname(target); dir !== checkDir; dir = path.dirname(dir)) {
+        mkdirSync(dir, { recursive: true });
+        chmodSync(dir, 0o755);
+      }
+      writeFileSync(target, content);
+      chmodSync(target, 0o755);
     }
     try {
       const op = {
@@ -273,12 +281,14 @@ export class Sandbox {
   private launch(op: Record<string, unknown>, options: LaunchOptions): Promise<LaunchResult> {
     if (this.destroyed) return Promise.reject(new SandboxError('the sandbox was destroyed (session verified or expired)'));
     const started = performance.now();
-    const args = bwrapArgs({ uid: this.uid, workDir: this.workDir, roBinds: options.roBinds ?? [] });
+    const args = bwrapArgs({ uid: this.uid, workDir: this.workDir, roBinds: options.roBinds ?? [], programs: this.programs });
     // With a memory cgroup, a root shell joins it first and then becomes setpriv: every process of the command
-    // starts inside the cgroup, with no window before a move.
+    // starts inside the cgroup, with no window before a move. The cwd is /, as the session's uid may not be able to
+    // enter the server's own (under gym env start, a directory of the installation).
+    const spawnOptions: SpawnOptions = { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH }, cwd: '/' };
     const child = this.cgroup
-      ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH } })
-      : spawn('setpriv', args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH } });
+      ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args], spawnOptions)
+      : spawn('setpriv', args, spawnOptions);
     this.running.add(child);
     const stdout = new CappedBuffer();
     const stderr = new CappedBuffer();
