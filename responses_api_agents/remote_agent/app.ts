@@ -66,6 +66,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
       timeoutSecs: config.remoteResponsesTimeoutSecs,
       maxResponseBytes: config.maxResponseBytes,
       auth: config.auth,
+      fillEchoFields: config.fillEchoFields,
       ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
       ...(debug ? { debug } : {}),
     }),

@@ -25,6 +25,11 @@ export interface RemoteAgentConfig {
   maxResponseBytes: number;
   /** Credential headers and CA for the service hop (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
   auth: ServiceAuth;
+  /**
+   * `fill_echo_fields`: accept a response that lacks only the fields echoing the request or usage detail objects,
+   * completed from the request (D24). Off by default: strict validation.
+   */
+  fillEchoFields: boolean;
   /** Start-up warnings (legal but probably unintended settings), for the server to print once. */
   warnings: string[];
 }
@@ -58,6 +63,7 @@ export function parseRemoteAgentConfig(
     maxSteps: isUnset(inner.max_steps) ? null : integerAtLeastOne(inner.max_steps, 0, where('max_steps'), 'or unset'),
     maxResponseBytes: integerAtLeastOne(inner.max_response_bytes, DEFAULTS.maxResponseBytes, where('max_response_bytes')),
     auth,
+    fillEchoFields: flag(inner.fill_echo_fields, where('fill_echo_fields')),
     warnings: authWarnings(auth, agentBaseUrl, where),
   };
   if (config.remoteResponsesTimeoutSecs >= config.runTimeoutSecs) {
@@ -103,6 +109,13 @@ function positiveSeconds(raw: unknown, fallback: number, where: string): number 
   if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) {
     throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be a number of seconds > 0.`);
   }
+  return raw;
+}
+
+/** An on/off key: YAML `true`/`false`; unset means off. */
+function flag(raw: unknown, where: string): boolean {
+  if (isUnset(raw)) return false;
+  if (typeof raw !== 'boolean') throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be true or false.`);
   return raw;
 }
 

@@ -56,8 +56,9 @@ export async function runAgentLoop(
   for (let step = 1; ; step++) {
     ctx.progress?.enter('calling_service', step);
     const sentAt = performance.now();
-    const response = await ctx.service.respond(body.build(trajectory.items), ctx.serviceJar, ctx.budget, ctx.progress);
-    trajectory.addResponse(response, performance.now() - sentAt);
+    const answer = await ctx.service.respond(body.build(trajectory.items), params, ctx.serviceJar, ctx.budget, ctx.progress);
+    const response = answer.response;
+    trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);
     checkResponseStatus(response);
     if (response.incomplete_details) break;
 
@@ -204,11 +205,14 @@ export class Trajectory {
   readonly stepLatenciesMs: number[] = [];
   steps = 0;
   stepsWithUsage = 0;
+  /** Some step's usage detail objects were zeros filled in by Gym, not counts from the service (D24). */
+  usageFilled = false;
   private last: ResponseObject | undefined;
   private usage: Usage | null = null;
 
-  addResponse(response: ResponseObject, latencyMs = 0): void {
+  addResponse(response: ResponseObject, latencyMs = 0, usageFilled = false): void {
     this.last = response;
+    if (usageFilled) this.usageFilled = true;
     this.stepLatenciesMs.push(latencyMs);
     this.steps++;
     for (const item of response.output) this.items.push(item);

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { USAGE_FILLED_KEY } from '../../src/contract/echo-fill.js';
 import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
 import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
 import {
@@ -58,6 +59,7 @@ export const STALE_RESULT_KEYS = [
   '_ng_rollout_duration_secs',
   '_ng_queue_wait_secs',
   '_ng_step_latency_secs',
+  USAGE_FILLED_KEY,
 ] as const;
 
 export function stripStaleKeys(row: Row): Row {
@@ -156,8 +158,10 @@ async function seedLoopVerify(
     ctx.environment.verify(stepBody.verifyBody(row, response), envJar, budget),
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
-  // a collector that asked and strips them before writing the row.
-  return stepLatency ? verified.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : verified;
+  // a collector that asked and strips them before writing the row. The usage mark is the agent's stamp on a row
+  // whose token counts are partly Gym's zeros (D24); it exists only where the user opted in to the filling.
+  const marked = trajectory.usageFilled ? verified.withField(USAGE_FILLED_KEY, true) : verified;
+  return stepLatency ? marked.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : marked;
 }
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
@@ -196,6 +200,7 @@ function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Tr
   if (trajectory && !trajectory.isEmpty) {
     result._ng_partial_response = trajectory.toResponse();
     result[STEP_LATENCY_KEY] = trajectory.stepLatenciesSecs();
+    if (trajectory.usageFilled) result[USAGE_FILLED_KEY] = true;
   }
   if (clock?.admittedAt !== undefined) {
     result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
+import { validateResponseFillingEchoes, type EchoSource } from '../../src/contract/echo-fill.js';
 import { validateResponse, type ResponseObject } from '../../src/contract/index.js';
 import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { Dispatcher } from 'undici';
@@ -43,6 +44,16 @@ export interface ServiceClientOptions {
   debug?: (line: string) => void;
   /** Credential headers and a private CA (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
   auth?: ServiceAuth;
+  /** `fill_echo_fields`: complete a response that lacks only request echoes or usage details (D24). */
+  fillEchoFields?: boolean;
+}
+
+/** One validated answer, and what of it Gym filled in from the request (empty unless `fillEchoFields`). */
+export interface ServiceAnswer {
+  response: ResponseObject;
+  filled: readonly string[];
+  /** Usage detail objects were added as zeros: the row says so (`_ng_usage_filled`). */
+  usageFilled: boolean;
 }
 
 const OVERLOAD_STATUSES = new Set([429, 503]);
@@ -75,10 +86,17 @@ export class ServiceClient {
   }
 
   /**
-   * One loop step: `body` is the encoded create-params (see StepBody). `jar` is this rollout's service cookie jar
-   * (sent, and updated from the reply).
+   * One loop step: `body` is the encoded create-params (see StepBody) and `sent` the create-params it encodes, from
+   * which missing echo fields are filled when that is enabled. `jar` is this rollout's service cookie jar (sent, and
+   * updated from the reply).
    */
-  async respond(body: Buffer, jar: CookieJar, budget: RunBudget, progress?: RolloutProgress): Promise<ResponseObject> {
+  async respond(
+    body: Buffer,
+    sent: EchoSource,
+    jar: CookieJar,
+    budget: RunBudget,
+    progress?: RolloutProgress,
+  ): Promise<ServiceAnswer> {
     for (let overloadRetries = 0; ; overloadRetries++) {
       const res = await this.post(body, jar, budget);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
@@ -90,7 +108,7 @@ export class ServiceClient {
           continue;
         }
       }
-      return this.parse(res);
+      return this.parse(res, sent);
     }
   }
 
@@ -164,7 +182,7 @@ export class ServiceClient {
     }
   }
 
-  private parse(res: HttpResponse): ResponseObject {
+  private parse(res: HttpResponse, sent: EchoSource): ServiceAnswer {
     if (res.status >= 300) throw this.statusFailure(res);
     // Checked in place, then decoded once: a fatal TextDecoder held a second copy of large bodies at the peak.
     if (!isUtf8(res.body)) throw new RetryableRolloutError('REMOTE_NOT_JSON', 'response is not valid JSON: the body is not valid UTF-8');
@@ -184,7 +202,9 @@ export class ServiceClient {
         `expected a JSON object from /v1/responses, got ${pythonTypeName(value)}`,
       );
     }
-    const checked = validateResponse(value);
+    const checked = this.options.fillEchoFields
+      ? validateResponseFillingEchoes(value as Record<string, unknown>, sent)
+      : { ...validateResponse(value), filled: [], usageFilled: false };
     if (!checked.ok) {
       this.options.debug?.(this.safe(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`));
       throw new TerminalRolloutError(
@@ -192,7 +212,10 @@ export class ServiceClient {
         `remote service returned an invalid Responses API object: ${this.safe(checked.message.slice(0, EXCERPT_BYTES))}`,
       );
     }
-    return checked.value;
+    if (checked.filled.length > 0) {
+      this.options.debug?.(`[remote_agent] filled from the request (fill_echo_fields): ${checked.filled.join(', ')}`);
+    }
+    return { response: checked.value, filled: checked.filled, usageFilled: checked.usageFilled };
   }
 
   private statusFailure(res: HttpResponse): RetryableRolloutError {

@@ -26,6 +26,8 @@ export interface AgentCheckOptions {
   auth?: ServiceAuth;
   /** Probe with these dataset rows instead of the counter conversations (adds the `row-probes` check). */
   rows?: RowProbe[];
+  /** Judge answers as the remote agent with `fill_echo_fields: true` would (`--fill-echo-fields`). Default false. */
+  fillEchoFields?: boolean;
 }
 
 export interface AgentCheckReport {
@@ -40,7 +42,12 @@ export interface AgentCheckReport {
 const SUMMARY_KEYS: CheckStatus[] = ['pass', 'warn', 'fail', 'skip'];
 
 export async function runAgentCheck(baseUrl: string, options: AgentCheckOptions = {}): Promise<AgentCheckReport> {
-  const limits = { timeoutMs: options.timeoutMs ?? 60_000, maxSteps: options.maxSteps ?? 8, slowCallMs: options.slowCallMs ?? 30_000 };
+  const limits = {
+    timeoutMs: options.timeoutMs ?? 60_000,
+    maxSteps: options.maxSteps ?? 8,
+    slowCallMs: options.slowCallMs ?? 30_000,
+    fillEchoFields: options.fillEchoFields ?? false,
+  };
   const session = openSession(baseUrl, limits, options.auth ?? { headers: {}, secrets: [] });
   const checks = options.rows ? await checkWithRows(session, options.rows) : await checkWithConversations(session);
   const summary = Object.fromEntries(SUMMARY_KEYS.map((key) => [key, 0])) as Record<CheckStatus, number>;

@@ -101,7 +101,7 @@ async function drive({ client, ledger, maxSteps }: CheckSession, conversation: C
       return { ...outcome, end: 'stopped', stoppedBy: reply.unreachable ? 'unreachable' : reply.check };
     }
     outcome.cookiesSet.push(...reply.setCookies);
-    const reading = ledger.judgeAnswer(reply.body, declared, where);
+    const reading = ledger.judgeAnswer(reply.body, body, declared, where);
     if (step === 1) outcome.firstReading = reading;
     if (!reading.valid) {
       const blocking = reading.findings.find((f) => f.level === 'fail')?.check ?? 'responses-object';

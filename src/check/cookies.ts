@@ -30,7 +30,7 @@ export async function firstAnswerWithoutCookies(
   const where = 'second conversation (no cookies) call 1';
   const reply = await client.call(body, new CookieJar(), where);
   if (!reply.ok) return { setCookies: [] };
-  return { reading: ledger.judgeAnswer(reply.body, declared, where), setCookies: reply.setCookies };
+  return { reading: ledger.judgeAnswer(reply.body, body, declared, where), setCookies: reply.setCookies };
 }
 
 export function judgeCookies({ ledger }: CheckSession, main: CookieEvidence, fresh: FreshAnswer): void {

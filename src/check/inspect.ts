@@ -3,6 +3,7 @@
  * the answer (which calls it must run, whether the rollout is finished) so the checker can carry on the
  * conversation exactly as the remote agent would.
  */
+import { fillEchoFields, type EchoSource } from '../contract/echo-fill.js';
 import { isAssistantMessage, validateResponse, validateUsage } from '../contract/index.js';
 
 export type Level = 'fail' | 'warn';
@@ -30,24 +31,60 @@ export interface Reading {
   hasAssistantMessage: boolean;
   finalText: string | undefined;
   incomplete: boolean;
+  /** What was filled in from the request before judging (`--fill-echo-fields`), as paths; else empty. */
+  filled: readonly string[];
+}
+
+/** The request an answer replies to, and whether to complete the answer from it first (`--fill-echo-fields`). */
+export interface AnswerContext {
+  sent: EchoSource;
+  fillEchoFields: boolean;
 }
 
 type Item = Record<string, unknown>;
 
-export function inspectResponse(body: Record<string, unknown>, declaredTools: readonly string[]): Reading {
+/** The fix of a failure that the remote agent's opt-in would accept, naming the key and the flag. */
+const FILL_FIX =
+  'Echo tools, tool_choice and parallel_tool_calls from the request and report both usage detail objects, or set ' +
+  'fill_echo_fields: true in the remote_agent config to have Gym fill them from the request (usage details as ' +
+  'zeros, rows marked _ng_usage_filled); gym agent check --fill-echo-fields checks with that setting.';
+
+export function inspectResponse(answer: Record<string, unknown>, declaredTools: readonly string[], context: AnswerContext): Reading {
   const findings: Finding[] = [];
-  const add = (check: string, level: Level, detail: string): void => {
-    findings.push({ check, level, detail });
+  const add = (check: string, level: Level, detail: string, fix?: string): void => {
+    findings.push({ check, level, detail, ...(fix ? { fix } : {}) });
   };
+  const completed = fillEchoFields(answer, context.sent);
+  // With the opt-in the completed object is what Gym goes on with; without it, it only tells whether the opt-in
+  // would have accepted the answer, which the failure then says.
+  const body = context.fillEchoFields ? completed.value : answer;
 
   // Usage is judged by its own check, so one mistake is reported once, under the name that explains it.
   const shape = validateResponse({ ...body, usage: undefined });
-  if (!shape.ok) add('responses-object', 'fail', `invalid Responses API object: ${shape.message}`);
+  if (!shape.ok) {
+    const fillable = !context.fillEchoFields && validateResponse({ ...completed.value, usage: undefined }).ok;
+    const detail = `invalid Responses API object: ${shape.message}`;
+    if (fillable) add('responses-object', 'fail', `${detail} (only fields echoing the request are missing: fill_echo_fields: true in the remote_agent config accepts this)`, FILL_FIX);
+    else add('responses-object', 'fail', detail);
+  }
   if (body.usage === undefined || body.usage === null) {
     add('usage', 'warn', 'no usage reported (allowed, but token metrics will be empty)');
   } else {
     const usage = validateUsage(body.usage);
-    if (!usage.ok) add('usage', 'fail', `partial usage, which Gym rejects as an invalid Responses object: ${usage.message}`);
+    if (!usage.ok) {
+      const fillable = !context.fillEchoFields && validateUsage(completed.value.usage).ok;
+      const detail = `partial usage, which Gym rejects as an invalid Responses object: ${usage.message}`;
+      if (fillable) add('usage', 'fail', `${detail} (only detail objects are missing: fill_echo_fields: true in the remote_agent config fills them with zeros)`, FILL_FIX);
+      else add('usage', 'fail', detail);
+    } else if (context.fillEchoFields && completed.usageFilled) {
+      const details = completed.filled.filter((path) => path.startsWith('usage.')).join(', ');
+      add(
+        'usage',
+        'warn',
+        `${details} missing, filled with zeros (--fill-echo-fields; the remote agent marks such rows _ng_usage_filled: true)`,
+        'Report both usage detail objects (zero counts where the model has none) so that the token counts are all the service\'s own.',
+      );
+    }
   }
 
   const output = Array.isArray(body.output) ? (body.output as unknown[]) : [];
@@ -130,6 +167,7 @@ export function inspectResponse(body: Record<string, unknown>, declaredTools: re
     hasAssistantMessage: messages.length > 0,
     finalText: messages.length > 0 ? messages.map(messageText).join(' ') : undefined,
     incomplete,
+    filled: context.fillEchoFields ? completed.filled : [],
   };
 }
 

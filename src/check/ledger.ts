@@ -4,6 +4,7 @@
  * inspected. Every detail is scrubbed of secret values on the way in, because a service may echo what it received.
  */
 import { redactSecrets } from '../http/service-auth.js';
+import type { EchoSource } from '../contract/echo-fill.js';
 import { inspectResponse, type Finding, type Level, type Reading } from './inspect.js';
 
 export class CheckLedger {
@@ -12,8 +13,13 @@ export class CheckLedger {
   private readonly skipReasons = new Map<string, string>();
   private inspectedResponses = 0;
   private inspectedAsks = 0;
+  private completedResponses = 0;
 
-  constructor(private readonly secrets: readonly string[]) {}
+  /** `fillEchoFields`: judge each answer completed from its request, as the remote agent's opt-in would (D24). */
+  constructor(
+    private readonly secrets: readonly string[],
+    private readonly fillEchoFields = false,
+  ) {}
 
   /** Record a failure or warning under `check`; `fix` replaces the check's usual fix for this finding. */
   add(check: string, level: Level, detail: string, fix?: string): void {
@@ -21,12 +27,16 @@ export class CheckLedger {
     this.findings.push({ check, level, detail: safe, ...(fix ? { fix } : {}) });
   }
 
-  /** Inspect one answer against the tools its request declared, recording every finding under `where`. */
-  judgeAnswer(body: Record<string, unknown>, declared: readonly string[], where: string): Reading {
-    const reading = inspectResponse(body, declared);
+  /**
+   * Inspect one answer to the request `sent` against the tools it declared, recording every finding under `where`
+   * (with the finding's own fix, when it has one).
+   */
+  judgeAnswer(body: Record<string, unknown>, sent: EchoSource, declared: readonly string[], where: string): Reading {
+    const reading = inspectResponse(body, declared, { sent, fillEchoFields: this.fillEchoFields });
     this.inspectedResponses += 1;
     this.inspectedAsks += reading.asks.length;
-    for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`);
+    if (reading.filled.length > 0) this.completedResponses += 1;
+    for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`, finding.fix);
     return reading;
   }
 
@@ -58,5 +68,10 @@ export class CheckLedger {
 
   get asks(): number {
     return this.inspectedAsks;
+  }
+
+  /** Answers that were completed from their request before being judged (`--fill-echo-fields`). */
+  get completed(): number {
+    return this.completedResponses;
   }
 }

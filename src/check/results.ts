@@ -47,7 +47,10 @@ function defaultPassNote({ client, ledger, timeoutMs }: CheckSession, name: stri
     case 'http-reply':
       return 'every answer was HTTP 2xx with a JSON object';
     case 'responses-object':
-      return `${ledger.responses} responses are valid Responses API objects`;
+      return ledger.completed > 0
+        ? `${ledger.responses} responses are valid Responses API objects, ${ledger.completed} of them once completed ` +
+            'from the request (--fill-echo-fields, as fill_echo_fields: true does)'
+        : `${ledger.responses} responses are valid Responses API objects`;
     case 'next-step':
       return 'every response asked for a tool or finished';
     case 'declared-tools':

@@ -30,7 +30,7 @@ export async function checkWithRows(session: CheckSession, rows: readonly RowPro
       problems.push(`${probe.label}: no usable answer (see ${reply.check})`);
       continue;
     }
-    const reading = ledger.judgeAnswer(reply.body, probe.declared, probe.label);
+    const reading = ledger.judgeAnswer(reply.body, probe.params, probe.declared, probe.label);
     first ??= { reading, cookiesSet: reply.setCookies, probe };
     if (!reading.valid) problems.push(`${probe.label}: invalid Responses object (see responses-object)`);
     else if (reading.asks.length > 0) ends.push('asked');
@@ -78,9 +78,10 @@ async function probeStringInput({ client, ledger }: CheckSession, rows: readonly
     return;
   }
   const where = `${candidate.label} as a string input`;
-  const reply = await client.call({ ...candidate.params, input: singleUserText(candidate.params.input) }, new CookieJar(), where, 'string-input');
+  const body: Record<string, unknown> = { ...candidate.params, input: singleUserText(candidate.params.input) };
+  const reply = await client.call(body, new CookieJar(), where, 'string-input');
   if (!reply.ok) return;
-  const reading = ledger.judgeAnswer(reply.body, candidate.declared, where);
+  const reading = ledger.judgeAnswer(reply.body, body, candidate.declared, where);
   if (reading.valid) ledger.notePass('string-input', `${candidate.label} with its prompt as a plain string got a valid answer`);
 }
 

@@ -13,6 +13,8 @@ interface CheckLimits {
   maxSteps: number;
   /** A call slower than this is a warning. */
   slowCallMs: number;
+  /** Judge answers completed from their request, as `fill_echo_fields: true` has the remote agent do. */
+  fillEchoFields: boolean;
 }
 
 export interface CheckSession extends CheckLimits {
@@ -21,6 +23,6 @@ export interface CheckSession extends CheckLimits {
 }
 
 export function openSession(baseUrl: string, limits: CheckLimits, auth: ServiceAuth): CheckSession {
-  const ledger = new CheckLedger(auth.secrets);
+  const ledger = new CheckLedger(auth.secrets, limits.fillEchoFields);
   return { ...limits, ledger, client: new ServiceClient(baseUrl, { timeoutMs: limits.timeoutMs, auth }, ledger) };
 }

@@ -65,12 +65,13 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
   },
   'agent check': {
     summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
-    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows],
+    flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows, FLAGS.fillEchoFields],
     positionals: ['url'],
     examples: [
       'gym agent check http://localhost:9000',
       'gym agent check https://agent.internal:9000 --ca-file ca.pem --api-key-env MY_AGENT_TOKEN',
       'gym agent check http://localhost:9000 --rows resources_servers/example_session_state_mgmt/data/example.jsonl',
+      'gym agent check http://localhost:8080 --fill-echo-fields',
     ],
   },
   view: {

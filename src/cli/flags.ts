@@ -48,6 +48,7 @@ export const FLAGS = {
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
   caFile: { long: '--ca-file', value: 'string', metavar: 'PATH', key: 'ca_file', help: 'Trust this PEM CA for an https:// service with a private CA, as agent_ca_file does (+ca_file).' },
   apiKeyEnv: { long: '--api-key-env', value: 'string', metavar: 'NAME', key: 'api_key_env', help: 'Send the value of environment variable NAME as Authorization: Bearer, as agent_api_key_env does (+api_key_env).' },
+  fillEchoFields: { long: '--fill-echo-fields', key: 'fill_echo_fields', help: 'Judge answers completed from the request where they lack only echo fields (tools, tool_choice, parallel_tool_calls) or usage details, as fill_echo_fields: true in the remote_agent config does (+fill_echo_fields=true).' },
   rows: { long: '--rows', value: 'string', metavar: 'JSONL', key: 'rows', help: "Probe with an environment's dataset rows (each row's responses_create_params and tools) instead of the counter conversations (+rows)." },
   quickstartEnv: { long: '--env', value: 'string', metavar: 'NAME', key: 'quickstart_env', help: 'Which environment the quickstart runs: counter (default) or another listed one (+quickstart_env).' },
   brain: { long: '--brain', value: 'string', metavar: 'NAME', key: 'brain', help: 'Which brain drives the example agent service (+brain).' },

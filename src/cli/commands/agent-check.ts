@@ -21,6 +21,8 @@ const SETTINGS = {
   rows: '',
   /** With rows: probe at most this many (the first ones). */
   max_rows: DEFAULT_MAX_ROWS,
+  /** Judge answers as the remote agent with `fill_echo_fields: true` does (`--fill-echo-fields`). */
+  fill_echo_fields: false,
 };
 type Settings = typeof SETTINGS;
 
@@ -51,6 +53,7 @@ export async function agentCheck(cmd: ParsedCommand, io: AgentCheckIo = process)
     timeoutMs: settings.timeout_secs * 1000,
     maxSteps: settings.max_steps,
     auth: checkAuth(settings),
+    fillEchoFields: settings.fill_echo_fields,
     ...(rows ? { rows } : {}),
   });
   io.stdout.write(settings.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
