@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
 import { DIST_EXAMPLES, spawnService, type SpawnedService } from '../../test/support/examples.js';
 import { CALCULATOR_TOOL } from './tools.js';
@@ -71,7 +72,7 @@ describe('math environment end to end', () => {
     // Row 0 answers right via the calculator; row 1 wrong; row 2 only in prose (boxed-only config: no answer);
     // row 3 asks the calculator something it refuses, then gives up.
     const service: ScriptedService = await startScriptedService((call) => {
-      const question = String(call.body.input[0].content);
+      const question = String(normalizeInput(call.body.input)[0]!.content);
       const outputs = toolOutputsIn(call.body.input);
       if (question.startsWith('Q0')) {
         if (outputs.length === 0) return toolAsk(functionCall('calculator', { expression: '(13 + 52) * 3 - 82' }, 'calc_0'));

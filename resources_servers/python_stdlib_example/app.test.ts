@@ -14,6 +14,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
 
 const HERE = path.join(installRoot(), 'resources_servers', 'python_stdlib_example');
@@ -34,7 +35,7 @@ async function letterCountingService(): Promise<ScriptedService> {
   const service = await startScriptedService((call) => {
     const [output] = toolOutputsIn(call.body.input);
     if (output) return finalAnswer(`It has ${(JSON.parse(output.output) as { count: number }).count} letters.`);
-    const word = /'([^']+)'/.exec(String(call.body.input[0].content))![1];
+    const word = /'([^']+)'/.exec(String(normalizeInput(call.body.input)[0]!.content))![1];
     return toolAsk(functionCall('count_letters', { word }, 'call_1'));
   });
   services.push(service);

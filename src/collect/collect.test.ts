@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from '../../test/support/cli.js';
 
 interface Rig {

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
 import { keysOf, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl } from '../../test/support/cli.js';
 
 const open: Array<{ close(): Promise<void> }> = [];

@@ -19,7 +19,7 @@ import { request } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import type { Route } from './routing.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import { LatencyByStep } from '../runfiles/step-latency.js';
 

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
 
 const closers: Array<() => Promise<unknown> | unknown> = [];

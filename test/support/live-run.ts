@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { findFreePort } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
 import { spawnGym, tempDir, type RunningGym } from './cli.js';
 
@@ -41,7 +42,7 @@ export function counterEvalArgs(serviceUrl: string, headPort: number, output: st
 
 /** The numbers a counter task asks to add ("add 1 then add 2 …"). */
 export function addendsOf(call: ServiceCall): number[] {
-  return [...String(call.body.input[0].content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
+  return [...String(normalizeInput(call.body.input)[0]!.content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
 }
 
 /** The counter tasks' solver: increment by each addend, read the count, answer it. */
