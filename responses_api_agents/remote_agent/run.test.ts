@@ -26,15 +26,7 @@ import {
   type ResultResponse,
   type RunResult,
 } from '../../test/support/remote-agent.js';
-
-/** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    if (predicate()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.fail(`never happened: ${what}`);
-}
+import { eventually } from '../../test/support/wait.js';
 
 const STALE = {
   reward: 0.75,
@@ -231,7 +223,7 @@ describe('J. timeouts and concurrency', () => {
       const call = h.service.calls[0]!;
       if (!call.signal.aborted) await new Promise((resolve) => call.signal.addEventListener('abort', resolve));
       assert.equal(h.service.inFlight, 0);
-      await until(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, 'the slot is freed');
+      await eventually(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, { what: 'the slot is freed' });
     } finally {
       await h.close();
     }
@@ -250,7 +242,7 @@ describe('J. timeouts and concurrency', () => {
       const runs = Array.from({ length: 4 }, (_, i) => h.run(basicRow(`task ${i}`)));
       await h.service.waitForCalls(2);
       assert.equal(h.service.inFlight, 2);
-      await until(() => h.agent.limiter.waiting === 2, 'two rollouts queue');
+      await eventually(() => h.agent.limiter.waiting === 2, { what: 'two rollouts queue' });
       assert.equal(h.service.calls.length, 2);
       for (let i = 0; i < 4; i++) {
         gate.open(i);
@@ -272,7 +264,7 @@ describe('J. timeouts and concurrency', () => {
       for (const result of results) assert.match(result.error!, /run_timeout_secs=0\.15s/);
       assert.equal(h.service.calls.length, 6);
       assert.equal(h.service.maxInFlight, 2);
-      await until(() => h.agent.limiter.available === 2, 'slots freed');
+      await eventually(() => h.agent.limiter.available === 2, { what: 'slots freed' });
     } finally {
       await h.close();
     }
@@ -312,7 +304,7 @@ describe('J. timeouts and concurrency', () => {
       const run = h.run(basicRow());
       await h.service.call(0);
       const direct = h.post('/v1/responses', { input: 'direct' });
-      await until(() => h.agent.limiter.waiting === 1, 'the direct call queues');
+      await eventually(() => h.agent.limiter.waiting === 1, { what: 'the direct call queues' });
       assert.equal(h.service.calls.length, 1);
       gate.open(0);
       gate.open(1);

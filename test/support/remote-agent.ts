@@ -20,6 +20,7 @@ import { normalizeInput, type ConversationItem } from '../../src/service/index.j
 import { startScriptedService, type ScriptedService, type ServiceCall, type ServiceScript } from '../../src/testing/index.js';
 import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from '../../responses_api_agents/remote_agent/app.js';
 import { parseRemoteAgentConfig } from '../../responses_api_agents/remote_agent/config.js';
+import { gate, type Gate } from './wait.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
@@ -246,19 +247,16 @@ export function typesOf(items: string | readonly ConversationItem[]): string[] {
   return normalizeInput(items).map((item) => item.type ?? 'message');
 }
 
-/** A gate per service call: the call waits until the test opens it. */
-export function gates() {
-  const opens = new Map<number, () => void>();
-  const waits = new Map<number, Promise<void>>();
-  const gateOf = (index: number): Promise<void> => {
-    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
-    return waits.get(index)!;
+/** A gate per service call: the call waits until the test opens it (a gate may be opened before its call comes). */
+export function gates(): { wait(call: ServiceCall): Promise<void>; open(index: number): void } {
+  const byCall = new Map<number, Gate>();
+  const gateOf = (index: number): Gate => {
+    let held = byCall.get(index);
+    if (!held) byCall.set(index, (held = gate()));
+    return held;
   };
   return {
-    wait: (call: ServiceCall) => gateOf(call.index),
-    open: (index: number) => {
-      void gateOf(index);
-      opens.get(index)!();
-    },
+    wait: (call) => gateOf(call.index).opened,
+    open: (index) => gateOf(index).open(),
   };
 }
