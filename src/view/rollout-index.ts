@@ -58,7 +58,7 @@ export interface RunCounts {
 }
 
 /** A file's identity for "has it changed since we indexed it": undefined when it does not exist. */
-export interface FileStamp {
+interface FileStamp {
   size: number;
   mtimeMs: number;
   ino: number;
