@@ -1,19 +1,21 @@
+/**
+ * The agent service `gym quickstart` runs for the counter tasks (and `service.js` starts), with the chosen brain:
+ * the deterministic planner (default; works offline), the Claude Code CLI, or an OpenAI-compatible model server.
+ */
 import { ConfigError } from '../../src/errors.js';
-import { serve, type Decide } from '../../src/service/index.js';
+import type { Decide } from '../../src/service/index.js';
+import { serveExample, type ExampleServiceOptions, type StartedService } from '../example-service.js';
 import { claudeModel, createClaudeCliDecide, type ClaudeCliOptions } from '../claude-cli/brain.js';
 import { createOpenAiDecide, type OpenAiBrainOptions } from '../openai-compatible/brain.js';
 import { createCounterPlanner } from './planner.js';
 
 export { createCounterPlanner, parseCounterTask, type CounterTask, type PlannerOptions } from './planner.js';
+export type { StartedService } from '../example-service.js';
 
 export type BrainKind = 'planner' | 'claude' | 'openai';
 export const BRAINS: readonly BrainKind[] = ['planner', 'claude', 'openai'];
 
-export interface CounterServiceOptions {
-  /** Default 0 (a free port). */
-  port?: number;
-  /** Default 127.0.0.1. */
-  host?: string;
+export interface CounterServiceOptions extends ExampleServiceOptions {
   /** Default 'planner': the deterministic counter planner, no model involved. */
   brain?: BrainKind;
   /** planner: one increment per call instead of all at once. */
@@ -22,29 +24,11 @@ export interface CounterServiceOptions {
   claude?: ClaudeCliOptions;
   /** brain 'openai': required. */
   openai?: OpenAiBrainOptions;
-  log?: (line: string) => void;
 }
 
-export interface StartedService {
-  url: string;
-  /** What answers, as reported in every response's `model`. */
-  brainName: string;
-  close(): Promise<void>;
-}
-
-/**
- * The agent service `gym quickstart` runs for the counter tasks, with the chosen brain: the deterministic
- * planner (default; works offline), the Claude Code CLI, or an OpenAI-compatible model server.
- */
 export async function startCounterPlannerService(options: CounterServiceOptions = {}): Promise<StartedService> {
   const { decide, brainName } = chooseBrain(options);
-  const service = await serve(decide, {
-    port: options.port ?? 0,
-    host: options.host ?? '127.0.0.1',
-    brainName,
-    ...(options.log ? { log: options.log } : {}),
-  });
-  return { url: service.url, brainName, close: service.close };
+  return serveExample(decide, brainName, options);
 }
 
 function chooseBrain(options: CounterServiceOptions): { decide: Decide; brainName: string } {

@@ -8,11 +8,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
+import { readJsonl, runGym, spawnGym, tempDir, writeJsonl, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
 import { DIST_EXAMPLES, spawnService, type SpawnedService } from '../../test/support/examples.js';
 import { CALCULATOR_TOOL } from './tools.js';
+import { eventually } from '../../test/support/wait.js';
 
 const CONFIG = 'resources_servers/math/configs/math.yaml';
 const EXAMPLES = 'resources_servers/math/data/example.jsonl';
@@ -71,7 +73,7 @@ describe('math environment end to end', () => {
     // Row 0 answers right via the calculator; row 1 wrong; row 2 only in prose (boxed-only config: no answer);
     // row 3 asks the calculator something it refuses, then gives up.
     const service: ScriptedService = await startScriptedService((call) => {
-      const question = String(call.body.input[0].content);
+      const question = String(normalizeInput(call.body.input)[0]!.content);
       const outputs = toolOutputsIn(call.body.input);
       if (question.startsWith('Q0')) {
         if (outputs.length === 0) return toolAsk(functionCall('calculator', { expression: '(13 + 52) * 3 - 82' }, 'calc_0'));
@@ -108,7 +110,7 @@ describe('math environment end to end', () => {
       if (env.child.exitCode === null) env.child.kill('SIGINT');
       await exited;
     });
-    await waitFor(() => /All 2 \/ 2 servers ready/.test(stdout) || env.child.exitCode !== null, 'the environment to be ready', 30_000);
+    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.child.exitCode !== null, { what: 'the environment to be ready', timeoutMs: 30_000 });
     assert.match(stdout, /All 2 \/ 2 servers ready/, env.stderr());
 
     const res = await runGym(['eval', 'run', '--no-serve', '+agent_name=remote_agent', '+input_jsonl_fpath=in.jsonl', '+output_jsonl_fpath=out.jsonl', `++head_server.port=${headPort}`], { cwd: dir });

@@ -12,9 +12,11 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor, type RunningGym } from '../../test/support/cli.js';
+import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
+import { eventually } from '../../test/support/wait.js';
 
 const HERE = path.join(installRoot(), 'resources_servers', 'python_stdlib_example');
 const CONFIG = path.join(HERE, 'configs', 'python_stdlib_example.yaml');
@@ -34,7 +36,7 @@ async function letterCountingService(): Promise<ScriptedService> {
   const service = await startScriptedService((call) => {
     const [output] = toolOutputsIn(call.body.input);
     if (output) return finalAnswer(`It has ${(JSON.parse(output.output) as { count: number }).count} letters.`);
-    const word = /'([^']+)'/.exec(String(call.body.input[0].content))![1];
+    const word = /'([^']+)'/.exec(String(normalizeInput(call.body.input)[0]!.content))![1];
     return toolAsk(functionCall('count_letters', { word }, 'call_1'));
   });
   services.push(service);
@@ -57,7 +59,7 @@ async function startEnv(dir: string, args: string[], env: Record<string, string 
   running.push(gym);
   let out = '';
   gym.child.stdout!.on('data', (chunk: string) => (out += chunk));
-  await waitFor(() => /^Logs: /m.test(out) || gym.child.exitCode !== null, 'gym env start to be ready', 60_000);
+  await eventually(() => /^Logs: /m.test(out) || gym.child.exitCode !== null, { what: 'gym env start to be ready', timeoutMs: 60_000 });
   assert.match(out, /All 2 \/ 2 servers ready/, `${out}\n${gym.stderr()}`);
   return {
     gym,

@@ -12,7 +12,8 @@ import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
-import { eventually, mountsUnder, pidsMentioning, pidsOfUid, processRunning, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
+import { mountsUnder, pidsMentioning, pidsOfUid, processRunning, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
+import { eventually } from '../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
 const APP = fileURLToPath(new URL('./app.js', import.meta.url));
@@ -90,7 +91,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     assert.deepEqual([verified.checks_passed, verified.checks_total, verified.commands_run], [2, 3, 1]);
     assert.ok(verified.sandbox_seconds > 0);
     assert.equal('task' in verified, false, 'the hidden check is dropped from the verify response (C4)');
-    assert.ok(await eventually(async () => (await status(url)).sandboxes_live === 0, 5000), 'verify destroys the sandbox');
+    await eventually(async () => (await status(url)).sandboxes_live === 0, { what: 'verify destroys the sandbox', timeoutMs: 5000, intervalMs: 50 });
     assert.equal((await session.post('run_command', { command: 'true' })).status, 409);
   });
 
@@ -187,7 +188,10 @@ async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.Proc
   child.stdout!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const listening = await Promise.race([eventually(() => /listening on/.test(printed), 15_000), exited.then(() => false)]);
+  const listening = await Promise.race([
+    eventually(() => /listening on/.test(printed), { what: 'the listening line', timeoutMs: 15_000, intervalMs: 50 }).then(() => true, () => false),
+    exited.then(() => false),
+  ]);
   return { child, url: listening ? `http://127.0.0.1:${port}` : '', output: () => printed, exited };
 }
 
@@ -220,14 +224,14 @@ describe('shell environment process', { skip: unavailable }, () => {
       const collector = spawn(process.execPath, ['--input-type=module', '-e', collectorScript(env.url)], { stdio: ['ignore', 'pipe', 'inherit'] });
       let said = '';
       collector.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
-      assert.ok(await eventually(() => said.includes('seeded'), 10_000), 'the collector seeded its sessions');
+      await eventually(() => said.includes('seeded'), { what: 'the collector seeded its sessions', timeoutMs: 10_000, intervalMs: 50 });
       assert.equal((await status(env.url)).sandboxes_live, 3);
       collector.kill('SIGKILL');
-      assert.ok(await eventually(async () => (await status(env.url)).sandboxes_live === 0, 10_000), 'every sandbox is destroyed after expiry');
+      await eventually(async () => (await status(env.url)).sandboxes_live === 0, { what: 'every sandbox is destroyed after expiry', timeoutMs: 10_000, intervalMs: 50 });
       const owner = readdirSync(baseDir);
       assert.equal(owner.length, 1);
       assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
-      assert.ok(await eventually(() => pidsMentioning(baseDir).length === 0, 5000), 'no sandbox process is left');
+      await eventually(() => pidsMentioning(baseDir).length === 0, { what: 'no sandbox process is left', timeoutMs: 5000, intervalMs: 50 });
     } finally {
       env.child.kill('SIGTERM');
       await env.exited;
@@ -243,7 +247,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       const sessions = [new Session(first.url), new Session(first.url)];
       for (const session of sessions) await session.call('seed_session', { task_dir: 'csv-transform' });
       void sessions[0]!.post('run_command', { command: 'sleep 25' }).catch(() => undefined);
-      assert.ok(await eventually(() => processRunning('sleep 25'), 5000), 'the command runs');
+      await eventually(() => processRunning('sleep 25'), { what: 'the command runs', timeoutMs: 5000, intervalMs: 50 });
     } finally {
       first.child.kill('SIGKILL');
       await first.exited;
@@ -253,7 +257,7 @@ describe('shell environment process', { skip: unavailable }, () => {
     assert.equal(uids.length, 2);
     assert.equal(mountsUnder(path.join(baseDir, ownerDir!)).length, 2, 'a SIGKILLed environment leaves its mounts');
     const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);
-    assert.ok(await eventually(gone, 5000), 'bwrap --die-with-parent takes the running sandbox down with the environment');
+    await eventually(gone, { what: 'bwrap --die-with-parent takes the running sandbox down with the environment', timeoutMs: 5000, intervalMs: 50 });
 
     const second = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
@@ -280,7 +284,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       assert.deepEqual(seen.map((r) => r.stdout), sessions.map((_, i) => `${i}1\n`));
       const verified = await Promise.all(sessions.map((session) => session.call('verify', verifyBody({}))));
       assert.deepEqual(verified.map((v) => v.reward), sessions.map(() => 1));
-      assert.ok(await eventually(async () => (await status(env.url)).sandboxes_live === 0, 5000));
+      await eventually(async () => (await status(env.url)).sandboxes_live === 0, { what: 'every sandbox is destroyed after verify', timeoutMs: 5000, intervalMs: 50 });
     } finally {
       env.child.kill('SIGTERM');
       await env.exited;

@@ -12,10 +12,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createWorkplaceSolver, startWorkplaceSolverService } from '../../examples/workplace-solver/index.js';
-import { readJsonl, runGym, tempDir, waitFor } from '../../test/support/cli.js';
+import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
 import { serve } from '../../src/service/index.js';
 import { GYM_BIN } from '../../test/support/environments.js';
+import { eventually } from '../../test/support/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CONFIG = path.join(ROOT, 'resources_servers/workplace/configs/workplace.yaml');
@@ -36,7 +37,7 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
   env.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => env.once('exit', (code) => resolve(code)));
   try {
-    await waitFor(() => /All 2 \/ 2 servers ready/.test(stdout) || env.exitCode !== null, 'gym env start to report ready', 20_000);
+    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.exitCode !== null, { what: 'gym env start to report ready', timeoutMs: 20_000 });
     assert.match(stdout, /All 2 \/ 2 servers ready/, `${stdout}\n${stderr}`);
     assert.match(stdout, /workplace_resources_server/);
 

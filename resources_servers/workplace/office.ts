@@ -120,11 +120,6 @@ export function weekdayOf(date: string): (typeof WEEKDAYS)[number] {
   return WEEKDAYS[new Date(`${date}T00:00:00Z`).getUTCDay()]!;
 }
 
-/** Minutes since midnight of a `YYYY-MM-DDTHH:MM` value's time part. */
-export function minutesOf(dateTime: string): number {
-  return Number(dateTime.slice(11, 13)) * 60 + Number(dateTime.slice(14, 16));
-}
-
 /** `dateTime` plus `minutes`, as `YYYY-MM-DDTHH:MM`. */
 export function addMinutes(dateTime: string, minutes: number): string {
   const time = Date.parse(`${dateTime}:00Z`) + minutes * 60_000;

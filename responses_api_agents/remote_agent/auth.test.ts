@@ -36,8 +36,8 @@ describe('agent_api_key_env', () => {
     try {
       const row = await h.run(basicRow());
       assert.equal(row.reward, 0);
-      assert.match(row.error, /HTTP 401/);
-      assert.match(row.error, /agent_api_key_env/);
+      assert.match(row.error!, /HTTP 401/);
+      assert.match(row.error!, /agent_api_key_env/);
       assert.equal(h.service.calls[0]!.headers.authorization, undefined, 'no credential by default');
     } finally {
       await h.close();
@@ -63,8 +63,8 @@ describe('agent_api_key_env', () => {
     const h = await startHarness({ service: guarded(), config: { agent_api_key_env: WRONG_ENV } });
     try {
       const row = await h.run(basicRow());
-      assert.match(row.error, /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(TSGYM_AUTH_TEST_WRONG_TOKEN\)/);
-      assert.match(row.error, /you sent Bearer \*\*\*\*/, 'the echoed token is masked');
+      assert.match(row.error!, /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(TSGYM_AUTH_TEST_WRONG_TOKEN\)/);
+      assert.match(row.error!, /you sent Bearer \*\*\*\*/, 'the echoed token is masked');
       assert.ok(!JSON.stringify(row).includes(WRONG));
       assert.ok(!h.logs.join('\n').includes(WRONG));
     } finally {
@@ -102,7 +102,7 @@ describe('agent_api_key_env', () => {
     });
     try {
       const row = await h.run(basicRow());
-      assert.match(row.error, /HTTP 307 \(redirect to .*; fix agent_base_url/);
+      assert.match(row.error!, /HTTP 307 \(redirect to .*; fix agent_base_url/);
       assert.equal(elsewhere.calls.length, 0);
     } finally {
       await h.close();
@@ -126,8 +126,8 @@ describe('agent_headers', () => {
       assert.equal(call.headers['x-api-key'], TOKEN);
       assert.equal(call.headers['x-tenant'], 'acme');
       assert.equal(call.headers.authorization, undefined);
-      assert.match(row.error, /HTTP 403 \(the service accepted no access with the credential sent from agent_headers/);
-      assert.match(row.error, /key \*\*\*\* may not run tenant \*\*\*\*/);
+      assert.match(row.error!, /HTTP 403 \(the service accepted no access with the credential sent from agent_headers/);
+      assert.match(row.error!, /key \*\*\*\* may not run tenant \*\*\*\*/);
       assert.ok(!JSON.stringify(row).includes(TOKEN));
     } finally {
       await h.close();
@@ -159,8 +159,8 @@ describe('agent_ca_file (https with a private CA)', () => {
       try {
         const row = await h.run(basicRow());
         assert.equal(row.reward, 0);
-        assert.match(row.error, /TLS with the remote service failed/);
-        assert.match(row.error, caFile ? /agent_ca_file \(.*stranger-ca\.pem\) is trusted/ : /set agent_ca_file/);
+        assert.match(row.error!, /TLS with the remote service failed/);
+        assert.match(row.error!, caFile ? /agent_ca_file \(.*stranger-ca\.pem\) is trusted/ : /set agent_ca_file/);
         assert.equal(service.calls.length, 0, 'no request got through');
       } finally {
         await h.close();

@@ -11,7 +11,9 @@ import {
   type ServiceCall,
   type ServiceHandler,
 } from '../../src/testing/index.js';
-import { listenEnv, startHarness, typesOf, type Row } from '../../test/support/remote-agent.js';
+import type { Row } from '../../src/runfiles/row.js';
+import { normalizeInput } from '../../src/service/index.js';
+import { listenEnv, startHarness, typesOf, type RunResult } from '../../test/support/remote-agent.js';
 
 /** Case 73: the in-repo counter environment end to end, the way the quickstart runs it. */
 
@@ -25,7 +27,7 @@ const rows: Row[] = readFileSync(DATASET, 'utf8')
 
 /** "add 1 then add 2 then get the count" → [1, 2], read from the task message the service receives. */
 function addendsOf(call: ServiceCall): number[] {
-  const task = call.body.input[0].content as string;
+  const task = normalizeInput(call.body.input)[0]!.content as string;
   return [...task.matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
 }
 
@@ -66,7 +68,7 @@ async function runDataset(service: ServiceHandler) {
   }
 }
 
-function assertAllSolved(results: Row[]): void {
+function assertAllSolved(results: RunResult[]): void {
   assert.equal(results.length, 5);
   for (const [i, result] of results.entries()) {
     assert.equal(result._ng_failure_class, undefined, result.error);
@@ -75,7 +77,7 @@ function assertAllSolved(results: Row[]): void {
     assert.equal(types[0], 'function_call');
     assert.equal(types.at(-1), 'message');
     assert.ok(types.includes('function_call_output'));
-    assert.equal(result.response.output.at(-1).content[0].text, String(rows[i]!.expected_count));
+    assert.equal((result.response.output.at(-1)!.content as Array<{ text: string }>)[0]!.text, String(rows[i]!.expected_count));
   }
 }
 
@@ -123,11 +125,11 @@ describe('Q. counter environment end to end', () => {
     try {
       const { initial_count: _i, ...noInitial } = rows[0]!;
       const seedFailure = await h.run(noInitial);
-      assert.match(seedFailure.error, /^\/seed_session on the resources server failed: HTTP 422: .*initial_count/);
+      assert.match(seedFailure.error!, /^\/seed_session on the resources server failed: HTTP 422: .*initial_count/);
       assert.equal(h.service.calls.length, 0);
       const { expected_count: _e, ...noExpected } = rows[0]!;
       const verifyFailure = await h.run(noExpected);
-      assert.match(verifyFailure.error, /^\/verify on the resources server failed: HTTP 422: .*expected_count/);
+      assert.match(verifyFailure.error!, /^\/verify on the resources server failed: HTTP 422: .*expected_count/);
       assert.equal(verifyFailure._ng_failure_terminal, undefined);
     } finally {
       await h.close();

@@ -12,9 +12,11 @@ import { createCounterServer } from '../../resources_servers/example_session_sta
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { assistantMessage, functionCall, startScriptedService, type ScriptedService } from '../../src/testing/index.js';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../test/support/cli.js';
+import { readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
+import { eventually } from '../../test/support/wait.js';
 import { LOCAL_SERVER_USAGE, localCounterService, localServerShape } from '../../test/support/local-model-server.js';
-import { basicRow, COUNTER_TOOLS, listenEnv, startHarness } from '../../test/support/remote-agent.js';
+import { COUNTER_TOOLS } from '../../src/counter/tools.js';
+import { basicRow, listenEnv, startHarness } from '../../test/support/remote-agent.js';
 import { parseRemoteAgentConfig } from './config.js';
 
 const TODAYS_ERROR =
@@ -101,7 +103,8 @@ describe('fill_echo_fields (D24)', () => {
       const failed = await h.run({ ...row, expected_count: undefined, _ng_usage_filled: 'stale' });
       assert.match(String(failed.error), /^\/verify on the resources server failed/);
       assert.equal(failed._ng_usage_filled, true);
-      assert.equal(failed._ng_partial_response.usage.output_tokens_details.reasoning_tokens, 0);
+      const partialUsage = failed._ng_partial_response?.usage as { output_tokens_details?: { reasoning_tokens?: number } } | undefined;
+      assert.equal(partialUsage?.output_tokens_details?.reasoning_tokens, 0);
     } finally {
       await h.close();
     }
@@ -172,11 +175,10 @@ describe('fill_echo_fields (D24)', () => {
       let startOut = '';
       start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
       try {
-        await waitFor(
-          () => /^Logs: /m.test(startOut) || start.child.exitCode !== null,
-          'gym env start to be ready',
-          60_000,
-        );
+        await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
+          what: 'gym env start to be ready',
+          timeoutMs: 60_000,
+        });
         assert.match(startOut, /servers ready/, `${startOut}\n${start.stderr()}`);
         const out = `out-${fill}/rollouts.jsonl`;
         const run = await runGym(

@@ -20,8 +20,9 @@ import { gzipSync } from 'node:zlib';
 import { seededRandom as prng } from '../../src/seeded-random.js';
 import { keysOf, readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
-import { eventually, isAlive, peakRssMiB, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
+import { isAlive, peakRssMiB, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
 import { finalAnswer, functionCall, toolAsk } from '../../src/testing/index.js';
+import { eventually } from '../../test/support/wait.js';
 
 const SEED = Number(process.env.TSGYM_HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const CONCURRENCY = 16;
@@ -377,5 +378,5 @@ test(`a hostile service cannot take the agent down (seed ${SEED}; replay with TS
   environment.child.kill('SIGINT');
   await environment.result;
   environment = undefined;
-  await eventually(() => processesWithMarker(marker).length === 0, 5_000, 'no server is left');
+  await eventually(() => processesWithMarker(marker).length === 0, { what: 'no server is left', timeoutMs: 5_000, intervalMs: 25 });
 });

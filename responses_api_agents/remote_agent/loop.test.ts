@@ -62,7 +62,7 @@ describe('C. loop semantics', () => {
         'message',
       ]);
       assert.deepEqual(result.response.output[1], ownOutput);
-      assert.equal(result.response.output[3].call_id, 'call_b');
+      assert.equal(result.response.output[3]!.call_id, 'call_b');
     } finally {
       await h.close();
     }
@@ -185,7 +185,7 @@ describe('C. loop semantics', () => {
       assert.equal(result._ng_failure_class, undefined);
       assert.equal(h.env.to('/increment_counter').length, 2);
       assert.equal(h.env.to('/verify').length, 1);
-      assert.equal(result.response.output.at(-1).type, 'function_call_output');
+      assert.equal(result.response.output.at(-1)!.type, 'function_call_output');
     } finally {
       await h.close();
     }
@@ -226,7 +226,7 @@ describe('C. loop semantics', () => {
         assert.equal(h.service.calls.length, 1);
         assert.equal(result._ng_failure_class, 'remote_agent_error');
         assert.equal(result._ng_failure_terminal, undefined);
-        assert.match(result.error, /returned neither a tool call nor a final message/);
+        assert.match(result.error!, /returned neither a tool call nor a final message/);
         assert.equal(h.env.to('/verify').length, 0);
       } finally {
         await h.close();
@@ -269,7 +269,7 @@ describe('C. loop semantics', () => {
         const result = await h.run(basicRow());
         assert.equal(result._ng_failure_class, 'remote_agent_error');
         assert.equal(result._ng_failure_terminal, terminal ? true : undefined);
-        assert.match(result.error, text);
+        assert.match(result.error!, text);
         assert.equal(h.env.to('/verify').length, 0);
       } finally {
         await h.close();
@@ -421,8 +421,8 @@ describe('D. tool execution', () => {
       assert.ok(performance.now() - started < 5_000, 'must not wait for the run timeout');
       assert.equal(result._ng_failure_class, 'remote_agent_error');
       assert.equal(result._ng_failure_terminal, undefined);
-      assert.match(result.error, /could not reach the resources server 'flaky_env'/);
-      assert.ok(result.error.includes(env.url), result.error);
+      assert.match(result.error!, /could not reach the resources server 'flaky_env'/);
+      assert.ok(result.error!.includes(env.url), result.error);
     } finally {
       await h.close();
     }
@@ -486,7 +486,7 @@ describe('F. usage', () => {
     try {
       const result = await h.run(basicRow());
       assert.equal(result._ng_failure_terminal, true);
-      assert.match(result.error, /invalid Responses API object: usage\.input_tokens_details: required/);
+      assert.match(result.error!, /invalid Responses API object: usage\.input_tokens_details: required/);
     } finally {
       await h.close();
     }

@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { createCounterServer } from '../../resources_servers/example_session_state_mgmt/app.js';
 import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
 import { finalAnswer, functionCall, toolAsk, type ServiceCall } from '../../src/testing/index.js';
-import { basicRow, gates, listenEnv, startHarness, type RecordingEnv, type Row } from '../../test/support/remote-agent.js';
+import { basicRow, gates, listenEnv, startHarness, type RecordingEnv, type RunResult } from '../../test/support/remote-agent.js';
 
 const ENV_NAME = 'example_session_state_mgmt_resources_server';
 /** Seeded at 3, +1 then +2: the counter environment scores 1.0 only on the session that saw both increments. */
@@ -63,9 +63,9 @@ async function runAcrossRestart(restartBeforeCall: number | undefined) {
   }
 }
 
-function assertRetryableRestartFailure(row: Row): void {
+function assertRetryableRestartFailure(row: RunResult): void {
   assert.equal(row.reward, 0);
-  assert.match(row.error, RESTARTED);
+  assert.match(row.error!, RESTARTED);
   assert.equal(row._ng_failure_class, 'remote_agent_error');
   assert.equal(row._ng_failure_terminal, undefined, 'a restart is retryable');
 }
@@ -81,7 +81,7 @@ describe('a resources server restarted mid-rollout', () => {
   test('a tool call answered by the new process fails the rollout as retryable, and it is never verified', async () => {
     const { row, first, second, serviceCalls } = await runAcrossRestart(1);
     assertRetryableRestartFailure(row);
-    assert.match(row.error, /^agent loop failed: /);
+    assert.match(row.error!, /^agent loop failed: /);
     assert.deepEqual(first.paths, ['/seed_session', '/increment_counter']);
     assert.deepEqual(second!.paths, ['/increment_counter'], 'no /verify on the session the new process made up');
     assert.equal(serviceCalls, 2, 'the service is not asked again after the failure');
@@ -90,7 +90,7 @@ describe('a resources server restarted mid-rollout', () => {
   test('a /verify answered by the new process is not taken as the score', async () => {
     const { row, first, second } = await runAcrossRestart(2);
     assertRetryableRestartFailure(row);
-    assert.match(row.error, /^\/verify on the resources server failed: /);
+    assert.match(row.error!, /^\/verify on the resources server failed: /);
     assert.deepEqual(first.paths, ['/seed_session', '/increment_counter', '/increment_counter']);
     assert.deepEqual(second!.paths, ['/verify']);
   });

@@ -10,6 +10,7 @@ import {
   type GymError,
 } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
+import type { Row } from '../../src/runfiles/row.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { RemoteAgentConfig } from './config.js';
@@ -28,8 +29,6 @@ import { StepBody } from './step-body.js';
  * reward-0 row (docs/design.md, "The failure row") whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
  */
-
-export type Row = Record<string, unknown>;
 
 export interface RolloutContext {
   config: RemoteAgentConfig;

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { App, HttpError } from '../../src/http/server.js';
+import type { Row } from '../../src/runfiles/row.js';
+import type { VerifyRequest } from '../../src/server/resources-server.js';
 import {
   assistantMessage,
   finalAnswer,
@@ -12,16 +14,19 @@ import {
 } from '../../src/testing/index.js';
 import { Environment } from './resources-client.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
-import { basicRow, ENV_COOKIE, gates, listenEnv, startHarness, startRecordingEnv, typesOf } from '../../test/support/remote-agent.js';
-
-/** Resolve once `predicate` holds, checking after each turn of the event loop (no timers). */
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    if (predicate()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.fail(`never happened: ${what}`);
-}
+import {
+  basicRow,
+  ENV_COOKIE,
+  gates,
+  listenEnv,
+  startHarness,
+  startRecordingEnv,
+  typesOf,
+  type AgentErrorBody,
+  type ResultResponse,
+  type RunResult,
+} from '../../test/support/remote-agent.js';
+import { eventually } from '../../test/support/wait.js';
 
 const STALE = {
   reward: 0.75,
@@ -43,7 +48,7 @@ describe('I. Gym-side failures', () => {
     try {
       const result = await h.run(basicRow());
       assert.equal(result._ng_failure_class, 'remote_agent_error');
-      assert.match(result.error, /^\/seed_session on the resources server failed: HTTP 500: .*seed exploded/);
+      assert.match(result.error!, /^\/seed_session on the resources server failed: HTTP 500: .*seed exploded/);
       assert.equal(h.service.calls.length, 0);
       assert.equal(h.env.to('/verify').length, 0);
       assert.equal(result._ng_partial_response, undefined);
@@ -61,8 +66,8 @@ describe('I. Gym-side failures', () => {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 0.0);
       assert.equal(result._ng_failure_terminal, undefined);
-      assert.match(result.error, /^\/verify on the resources server failed: HTTP 500: .*verifier down/);
-      assert.deepEqual(typesOf(result._ng_partial_response.output), ['function_call', 'function_call_output', 'message']);
+      assert.match(result.error!, /^\/verify on the resources server failed: HTTP 500: .*verifier down/);
+      assert.deepEqual(typesOf(result._ng_partial_response!.output), ['function_call', 'function_call_output', 'message']);
     } finally {
       await h.close();
     }
@@ -76,7 +81,7 @@ describe('I. Gym-side failures', () => {
     const h = await startHarness({ service: [finalAnswer('ok')], env });
     try {
       const result = await h.run(basicRow());
-      assert.match(result.error, /^\/verify on the resources server failed: \/verify returned an invalid body .*`reward` is missing/);
+      assert.match(result.error!, /^\/verify on the resources server failed: \/verify returned an invalid body .*`reward` is missing/);
     } finally {
       await h.close();
     }
@@ -125,7 +130,7 @@ describe('I. Gym-side failures', () => {
     }
     const h = await startHarness({ service: [finalAnswer('ok')], env, agent: { environment: new BuggyEnvironment(env.name, env.url) } });
     try {
-      const res = await h.post('/run', basicRow());
+      const res = await h.post<RunResult>('/run', basicRow());
       assert.equal(res.status, 200);
       assert.equal(res.body._ng_failure_class, 'remote_agent_error');
       assert.equal(res.body.error, 'unexpected error: TypeError: internal bug');
@@ -155,10 +160,10 @@ describe('I. Gym-side failures', () => {
         { input: 'x', stream: true },
         { tools: [] },
       ]) {
-        const res = await h.post('/run', { ...basicRow(), responses_create_params: params });
+        const res = await h.post<RunResult>('/run', { ...basicRow(), responses_create_params: params });
         assert.equal(res.status, 200);
         assert.equal(res.body._ng_failure_terminal, true);
-        assert.match(res.body.error, /responses_create_params is invalid: /);
+        assert.match(res.body.error!, /responses_create_params is invalid: /);
       }
       const missing = await h.run({ verifier_metadata: {} });
       assert.equal(missing._ng_failure_terminal, true);
@@ -173,7 +178,7 @@ describe('I. Gym-side failures', () => {
     const h = await startHarness({ service: [] });
     try {
       for (const body of ['[1, 2]', 'not json', '"row"']) {
-        const res = await h.post('/run', body);
+        const res = await h.post<RunResult>('/run', body);
         assert.equal(res.status, 200);
         assert.equal(res.body._ng_failure_terminal, true);
         assert.equal(res.body.reward, 0.0);
@@ -190,15 +195,15 @@ describe('I. Gym-side failures', () => {
     try {
       const result = await h.run(basicRow('q', { _ng_task_index: 4, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
       assert.equal(result.response.id, 'remote_agent_failure');
-      assert.equal(result.response.output[0].type, 'message');
+      assert.equal(result.response.output[0]!.type, 'message');
       assert.equal(result._ng_attempt_index, 2);
       assert.equal(result._ng_task_index, 4);
-      assert.deepEqual(typesOf(result._ng_partial_response.output), ['function_call', 'function_call_output']);
-      assert.equal(result._ng_partial_response.output[1].output, '{"success":true}');
+      assert.deepEqual(typesOf(result._ng_partial_response!.output), ['function_call', 'function_call_output']);
+      assert.equal(result._ng_partial_response!.output[1]!.output, '{"success":true}');
       assert.equal(typeof result._ng_rollout_duration_secs, 'number');
       assert.equal(typeof result._ng_queue_wait_secs, 'number');
       // Step latencies are evidence too: a failure row carries them without being asked (x-gym-step-latency).
-      assert.equal(result._ng_step_latency_secs.length, 1);
+      assert.equal(result._ng_step_latency_secs!.length, 1);
       assert.equal(result._ng_no_persist, undefined);
     } finally {
       await h.close();
@@ -218,7 +223,7 @@ describe('J. timeouts and concurrency', () => {
       const call = h.service.calls[0]!;
       if (!call.signal.aborted) await new Promise((resolve) => call.signal.addEventListener('abort', resolve));
       assert.equal(h.service.inFlight, 0);
-      await until(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, 'the slot is freed');
+      await eventually(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, { what: 'the slot is freed' });
     } finally {
       await h.close();
     }
@@ -237,14 +242,14 @@ describe('J. timeouts and concurrency', () => {
       const runs = Array.from({ length: 4 }, (_, i) => h.run(basicRow(`task ${i}`)));
       await h.service.waitForCalls(2);
       assert.equal(h.service.inFlight, 2);
-      await until(() => h.agent.limiter.waiting === 2, 'two rollouts queue');
+      await eventually(() => h.agent.limiter.waiting === 2, { what: 'two rollouts queue' });
       assert.equal(h.service.calls.length, 2);
       for (let i = 0; i < 4; i++) {
         gate.open(i);
         if (i + 2 < 4) await h.service.call(i + 2);
       }
       const results = await Promise.all(runs);
-      for (const result of results) assert.match(result.error, /HTTP 500: released/);
+      for (const result of results) assert.match(result.error!, /HTTP 500: released/);
       assert.equal(h.service.maxInFlight, 2);
       assert.equal(h.agent.limiter.available, 2);
     } finally {
@@ -256,10 +261,10 @@ describe('J. timeouts and concurrency', () => {
     const h = await startHarness({ service: () => reply.hang(), config: { concurrency: 2, run_timeout_secs: 0.15 } });
     try {
       const results = await Promise.all(Array.from({ length: 6 }, (_, i) => h.run(basicRow(`t${i}`))));
-      for (const result of results) assert.match(result.error, /run_timeout_secs=0\.15s/);
+      for (const result of results) assert.match(result.error!, /run_timeout_secs=0\.15s/);
       assert.equal(h.service.calls.length, 6);
       assert.equal(h.service.maxInFlight, 2);
-      await until(() => h.agent.limiter.available === 2, 'slots freed');
+      await eventually(() => h.agent.limiter.available === 2, { what: 'slots freed' });
     } finally {
       await h.close();
     }
@@ -299,7 +304,7 @@ describe('J. timeouts and concurrency', () => {
       const run = h.run(basicRow());
       await h.service.call(0);
       const direct = h.post('/v1/responses', { input: 'direct' });
-      await until(() => h.agent.limiter.waiting === 1, 'the direct call queues');
+      await eventually(() => h.agent.limiter.waiting === 1, { what: 'the direct call queues' });
       assert.equal(h.service.calls.length, 1);
       gate.open(0);
       gate.open(1);
@@ -324,10 +329,10 @@ describe('K. re-fed output rows', () => {
       assert.notEqual(result.response.id, 'stale');
       for (const r of [h.env.to('/seed_session')[0]!, h.env.to('/verify')[0]!]) {
         for (const key of ['reward', 'error', '_ng_failure_class', '_ng_no_persist', '_ng_failure_terminal', '_ng_partial_response']) {
-          assert.equal(r.body[key], undefined, `${r.path} got ${key}`);
+          assert.equal((r.body as Row)[key], undefined, `${r.path} got ${key}`);
         }
       }
-      assert.notEqual(h.env.to('/verify')[0]!.body.response.id, 'stale');
+      assert.notEqual((h.env.to('/verify')[0]!.body as VerifyRequest).response.id, 'stale');
     } finally {
       await h.close();
     }
@@ -336,12 +341,12 @@ describe('K. re-fed output rows', () => {
   test('case 58: stale keys on the failure path — a fresh failure row, still HTTP 200', async () => {
     const h = await startHarness({ service: [reply.status(500, 'remote exploded')] });
     try {
-      const res = await h.post('/run', { ...basicRow(), ...STALE });
+      const res = await h.post<RunResult>('/run', { ...basicRow(), ...STALE });
       assert.equal(res.status, 200);
       const row = res.body;
       assert.equal(row.reward, 0.0);
       assert.equal(row.response.id, 'remote_agent_failure');
-      assert.match(row.error, /remote exploded/);
+      assert.match(row.error!, /remote exploded/);
       assert.equal(row._ng_failure_class, 'remote_agent_error');
       assert.equal(row._ng_no_persist, undefined);
       assert.equal(row._ng_failure_terminal, undefined);
@@ -356,7 +361,7 @@ describe('L. HTTP routes', () => {
   test('case 59: /run happy path → 200 with reward 1.0; GET / answers ok', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')] });
     try {
-      const res = await h.post('/run', basicRow());
+      const res = await h.post<RunResult>('/run', basicRow());
       assert.equal(res.status, 200);
       assert.equal(res.body.reward, 1.0);
       const { request } = await import('../../src/http/client.js');
@@ -370,11 +375,11 @@ describe('L. HTTP routes', () => {
   test('case 60: a /run failure is still 200 with the failure row intact', async () => {
     const h = await startHarness({ service: [reply.status(500, 'nope')] });
     try {
-      const res = await h.post('/run', basicRow());
+      const res = await h.post<RunResult>('/run', basicRow());
       assert.equal(res.status, 200);
       assert.equal(res.body._ng_failure_class, 'remote_agent_error');
       assert.equal(res.body.reward, 0.0);
-      assert.equal(res.body.response.output[0].type, 'message');
+      assert.equal(res.body.response.output[0]!.type, 'message');
     } finally {
       await h.close();
     }
@@ -388,7 +393,7 @@ describe('L. HTTP routes', () => {
       ],
     });
     try {
-      const res = await h.post('/v1/responses', { input: 'go', tools: [] }, { cookie: 'session=caller' });
+      const res = await h.post<ResultResponse>('/v1/responses', { input: 'go', tools: [] }, { cookie: 'session=caller' });
       assert.equal(res.status, 200);
       assert.equal(res.body.id, 'svc_traj');
       assert.deepEqual(typesOf(res.body.output), ['function_call', 'function_call_output', 'message']);
@@ -404,11 +409,11 @@ describe('L. HTTP routes', () => {
   test('case 61: a failure on /v1/responses is HTTP 500 naming the error class; a terminal one says terminal', async () => {
     const h = await startHarness({ service: [reply.status(500, 'kaboom'), { id: 'x', object: 'response' }] });
     try {
-      const retryable = await h.post('/v1/responses', { input: 'go' });
+      const retryable = await h.post<AgentErrorBody>('/v1/responses', { input: 'go' });
       assert.equal(retryable.status, 500);
       assert.equal(retryable.body.error_class, 'retryable');
       assert.match(retryable.body.error, /HTTP 500: kaboom/);
-      const terminal = await h.post('/v1/responses', { input: 'go' });
+      const terminal = await h.post<AgentErrorBody>('/v1/responses', { input: 'go' });
       assert.equal(terminal.status, 500);
       assert.equal(terminal.body.error_class, 'terminal');
       assert.match(terminal.body.error, /invalid Responses API object/);
@@ -430,7 +435,7 @@ describe('N. aggregate metrics proxy', () => {
           { ...basicRow(), reward: 0.0, _ng_task_index: 0, _ng_rollout_index: 1, response: responseObject([assistantMessage('b')]) },
         ],
       };
-      const viaAgent = await h.post('/aggregate_metrics', body);
+      const viaAgent = await h.post<Row>('/aggregate_metrics', body);
       const direct = await (await import('../../src/http/client.js')).callInternal(`${h.env.url}/aggregate_metrics`, {
         json: body,
         timeoutMs: 5000,
@@ -450,7 +455,7 @@ describe('N. aggregate metrics proxy', () => {
     const h = await startHarness({ service: [], env, agent: { aggregateTimeoutSecs: 0.2 } });
     try {
       const started = performance.now();
-      const res = await h.post('/aggregate_metrics', { verify_responses: [] });
+      const res = await h.post<AgentErrorBody>('/aggregate_metrics', { verify_responses: [] });
       assert.ok(performance.now() - started < 2000);
       assert.equal(res.status, 500);
       assert.match(res.body.error, /\/aggregate_metrics on the resources server 'hanging_env' .* failed: timed out/);

@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../test/support/cli.js';
+import { readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply, firstAddend } from '../../src/testing/counter-brain.js';
 import { makeTestCa, reply, startScriptedService, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import { eventually } from '../../test/support/wait.js';
 
 const TOKEN = `bearer-${process.pid}-${Date.now()}-s3cr3t`;
 const TENANT_KEY = `tenant-${process.pid}-${Date.now()}-k3y`;
@@ -71,7 +72,7 @@ test('secrets never appear in anything a run writes or serves', async () => {
   let startOut = '';
   start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
   try {
-    await waitFor(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, 'gym env start to be ready', 60_000);
+    await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, { what: 'gym env start to be ready', timeoutMs: 60_000 });
     assert.match(startOut, /servers ready/, `${startOut}\n${start.stderr()}`);
 
     const run = await runGym(
@@ -111,7 +112,7 @@ test('secrets never appear in anything a run writes or serves', async () => {
     let viewOut = '';
     view.child.stdout!.on('data', (chunk: string) => (viewOut += chunk));
     try {
-      await waitFor(() => /\n/.test(viewOut) || view.child.exitCode !== null, 'the viewer URL');
+      await eventually(() => /\n/.test(viewOut) || view.child.exitCode !== null, { what: 'the viewer URL' });
       const base = /at (http:\/\/127\.0\.0\.1:\d+)/.exec(viewOut)?.[1];
       assert.ok(base, viewOut + view.stderr());
       const index = (await request(`${base}/`, { timeoutMs: 5_000 })).text();

@@ -7,17 +7,12 @@ import { tool } from '../../src/server/resources-server.js';
 import { finalAnswer, functionCall, reply, toolAsk } from '../../src/testing/index.js';
 import type { AgentStatusBody } from './status.js';
 import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
+import { eventually, gate } from '../../test/support/wait.js';
 
 const harnesses: Harness[] = [];
 after(async () => {
   for (const harness of harnesses) await harness.close();
 });
-
-function gate(): { open: () => void; wait: Promise<void> } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { open, wait };
-}
 
 async function status(harness: Harness): Promise<AgentStatusBody> {
   const res = await request(`${harness.url}/status`, { method: 'GET', timeoutMs: 5000 });
@@ -25,15 +20,15 @@ async function status(harness: Harness): Promise<AgentStatusBody> {
   return res.json() as AgentStatusBody;
 }
 
-/** Polls GET /status until `check` holds (bounded). */
-async function until(harness: Harness, what: string, check: (body: AgentStatusBody) => boolean): Promise<AgentStatusBody> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const body = await status(harness);
-    if (check(body)) return body;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last /status: ${JSON.stringify(body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Polls GET /status until `check` holds (bounded); returns that answer. */
+async function statusWhen(harness: Harness, what: string, check: (body: AgentStatusBody) => boolean): Promise<AgentStatusBody> {
+  let body: AgentStatusBody | undefined;
+  await eventually(async () => check((body = await status(harness))), {
+    what: () => `${what}; last /status: ${JSON.stringify(body)}`,
+    timeoutMs: 15_000,
+    intervalMs: 20,
+  });
+  return body!;
 }
 
 const stageOf = (body: AgentStatusBody, task: number) => body.rollouts.find((r) => r.task_index === task);
@@ -45,9 +40,9 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
     config: { concurrency: 1 },
     service: [reply.status(429, 'busy', { headers: { 'retry-after': '1' } }), toolAsk(functionCall('slow_lookup', {}, 'c1')), finalAnswer('42'), finalAnswer('42')],
     env: {
-      tools: { slow_lookup: tool(z.looseObject({}), async () => (await toolGate.wait, { found: true })) },
+      tools: { slow_lookup: tool(z.looseObject({}), async () => (await toolGate.opened, { found: true })) },
       verify: async (body) => {
-        if (body._ng_task_index === 0) await verifyGate.wait;
+        if (body._ng_task_index === 0) await verifyGate.opened;
         return { reward: 1 };
       },
     },
@@ -57,7 +52,7 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
   const first = harness.post('/run', basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }), { [STEP_LATENCY_HEADER]: '1' }).then((res) => res.body as Record<string, unknown>);
   const second = harness.run(basicRow('q', { _ng_task_index: 1, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
 
-  const overloaded = await until(harness, 'task 0 retrying after the 429', (body) => stageOf(body, 0)?.stage === 'retrying_overload');
+  const overloaded = await statusWhen(harness, 'task 0 retrying after the 429', (body) => stageOf(body, 0)?.stage === 'retrying_overload');
   assert.equal(overloaded.in_flight, 2);
   assert.equal(overloaded.truncated, 0);
   // Task 1 waits for the single slot; its attempt is reported as sent.
@@ -73,11 +68,11 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
   });
   assert.equal(stageOf(overloaded, 0)!.step, 1);
 
-  const tooling = await until(harness, 'task 0 running its tool', (body) => stageOf(body, 0)?.stage === 'running_tool');
+  const tooling = await statusWhen(harness, 'task 0 running its tool', (body) => stageOf(body, 0)?.stage === 'running_tool');
   assert.equal(stageOf(tooling, 0)!.tool, 'slow_lookup');
   assert.equal(stageOf(tooling, 0)!.step, 1);
   toolGate.open();
-  await until(harness, 'task 0 verifying', (body) => stageOf(body, 0)?.stage === 'verifying');
+  await statusWhen(harness, 'task 0 verifying', (body) => stageOf(body, 0)?.stage === 'verifying');
   verifyGate.open();
 
   const [row0, row1] = await Promise.all([first, second]);

@@ -1,23 +1,17 @@
-import { performance } from 'node:perf_hooks';
-
 /**
  * The remote agent's live registry of its in-flight `/run` rollouts, served as `GET /status` and polled by the
  * collector (about once a second per agent) to write `<stem>_status.json`. Keeping the stages here rather than
  * streaming events on the `/run` exchange keeps the hot path free of extra I/O: a stage change is a couple of field
  * writes on an object allocated once per rollout, and the cost of reporting is paid by the poller, bounded by
- * `MAX_STATUS_ENTRIES`.
- *
- * Stages, in order: `queued` (waiting for a concurrency slot), `seeding`, `calling_service` (step k), `running_tool`
- * (tool NAME), `retrying_overload` (the service answered 429/503 with Retry-After; waiting before step k again),
- * `verifying`. Progress is any stage or step change; `since_progress_s` measures how long none happened.
+ * `MAX_STATUS_ENTRIES`. The stages and the entry per rollout are the collector's too: src/runfiles/in-flight.ts.
  */
-
-export type RolloutStage = 'queued' | 'seeding' | 'calling_service' | 'running_tool' | 'retrying_overload' | 'verifying';
+import { performance } from 'node:perf_hooks';
+import { attemptOf, inFlightEntry, type InFlightEntry, type InFlightRollout, type Stage } from '../../src/runfiles/in-flight.js';
+import type { Row } from '../../src/runfiles/row.js';
 
 /** One in-flight rollout, updated in place as it moves (never reallocated). */
-export class RolloutProgress {
-  stage: RolloutStage = 'queued';
-  /** The loop step being worked on (0 before the first service call). */
+export class RolloutProgress implements InFlightRollout {
+  stage: Stage = 'queued';
   step = 0;
   tool: string | null = null;
   readonly startedAt = performance.now();
@@ -29,7 +23,7 @@ export class RolloutProgress {
     readonly attempt: number,
   ) {}
 
-  enter(stage: RolloutStage, step = this.step, tool: string | null = null): void {
+  enter(stage: Stage, step = this.step, tool: string | null = null): void {
     this.stage = stage;
     this.step = step;
     this.tool = tool;
@@ -44,25 +38,15 @@ export const MAX_STATUS_ENTRIES = 10_000;
 export interface AgentStatusBody {
   in_flight: number;
   truncated: number;
-  rollouts: Array<{
-    task_index: unknown;
-    rollout_index: unknown;
-    attempt: number;
-    stage: RolloutStage;
-    step: number;
-    tool: string | null;
-    elapsed_s: number;
-    since_progress_s: number;
-  }>;
+  rollouts: InFlightEntry[];
 }
 
 export class RolloutRegistry {
   private readonly live = new Set<RolloutProgress>();
 
   /** Registers a rollout of `row` (its `_ng_*` key); `end()` removes it. */
-  begin(row: Record<string, unknown>): RolloutProgress {
-    const attempt = typeof row._ng_attempt_index === 'number' ? row._ng_attempt_index : 0;
-    const progress = new RolloutProgress(row._ng_task_index ?? null, row._ng_rollout_index ?? null, attempt);
+  begin(row: Row): RolloutProgress {
+    const progress = new RolloutProgress(row._ng_task_index ?? null, row._ng_rollout_index ?? null, attemptOf(row));
     this.live.add(progress);
     return progress;
   }
@@ -76,24 +60,11 @@ export class RolloutRegistry {
   }
 
   snapshot(now = performance.now()): AgentStatusBody {
-    const rollouts: AgentStatusBody['rollouts'] = [];
+    const rollouts: InFlightEntry[] = [];
     for (const entry of this.live) {
       if (rollouts.length >= MAX_STATUS_ENTRIES) break;
-      rollouts.push({
-        task_index: entry.task,
-        rollout_index: entry.rollout,
-        attempt: entry.attempt,
-        stage: entry.stage,
-        step: entry.step,
-        tool: entry.tool,
-        elapsed_s: seconds(now - entry.startedAt),
-        since_progress_s: seconds(now - entry.progressAt),
-      });
+      rollouts.push(inFlightEntry(entry, now));
     }
     return { in_flight: this.live.size, truncated: this.live.size - rollouts.length, rollouts };
   }
-}
-
-function seconds(ms: number): number {
-  return Math.round(ms) / 1000;
 }

@@ -47,8 +47,8 @@ describe('G. transport failures on the service hop', () => {
       const result = await h.run(basicRow());
       const elapsed = performance.now() - started;
       assertFailed(h, result, `could not reach the remote service after 3 tries (`);
-      assert.ok(result.error.includes(`Is your service running at http://127.0.0.1:${port}?`), result.error);
-      assert.ok(result.error.startsWith('agent loop failed: '), result.error);
+      assert.ok(result.error!.includes(`Is your service running at http://127.0.0.1:${port}?`), result.error);
+      assert.ok(result.error!.startsWith('agent loop failed: '), result.error);
       assert.ok(elapsed >= 950 && elapsed < 3000, `3 tries 0.5 s apart took ${elapsed} ms`);
       assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session']);
     } finally {
@@ -130,7 +130,7 @@ describe('G. transport failures on the service hop', () => {
     try {
       const result = await h.run(basicRow());
       assertFailed(h, result, /HTTP 413: \uFFFD\uFFFDx+$/);
-      assert.equal(result.error.split('HTTP 413: ')[1].length, 500);
+      assert.equal(result.error!.split('HTTP 413: ')[1]!.length, 500);
     } finally {
       await h.close();
     }
@@ -157,7 +157,7 @@ describe('G. transport failures on the service hop', () => {
       assertFailed(h, await h.run(basicRow()), 'HTTP 307 (redirect to https://elsewhere;');
       const second = await h.run(basicRow());
       assertFailed(h, second, 'HTTP 302: found');
-      assert.ok(!second.error.includes('redirect to'));
+      assert.ok(!second.error!.includes('redirect to'));
     } finally {
       await h.close();
     }
@@ -262,7 +262,7 @@ describe('H. bad response bodies', () => {
       try {
         const result = await h.run(basicRow());
         assertFailed(h, result, where, true);
-        assert.match(result.error, /invalid Responses API object/);
+        assert.match(result.error!, /invalid Responses API object/);
       } finally {
         await h.close();
       }
@@ -275,7 +275,7 @@ describe('H. bad response bodies', () => {
       const before = process.memoryUsage().rss;
       const result = await h.run(basicRow());
       assertFailed(h, result, 'too large');
-      assert.match(result.error, /max_response_bytes/);
+      assert.match(result.error!, /max_response_bytes/);
       assert.ok(process.memoryUsage().rss - before < 40 * 1024 * 1024, 'the excess must not be buffered');
     } finally {
       await h.close();
@@ -374,7 +374,7 @@ describe('O. debug knob', () => {
     const h = await startHarness({ service: [reply.status(500, body)], agent: { debug: true } });
     try {
       const result = await h.run(basicRow());
-      assert.ok(!result.error.includes('THE-END'));
+      assert.ok(!result.error!.includes('THE-END'));
       assert.ok(h.logs.some((line) => line.includes('THE-END')));
     } finally {
       await h.close();

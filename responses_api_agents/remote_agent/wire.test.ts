@@ -3,6 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { App } from '../../src/http/server.js';
+import type { Row } from '../../src/runfiles/row.js';
+import type { VerifyRequest } from '../../src/server/resources-server.js';
+import { normalizeInput } from '../../src/service/index.js';
 import {
   assistantMessage,
   finalAnswer,
@@ -211,7 +214,7 @@ describe('E. cookies and secrecy', () => {
   test('case 31 / U5: concurrent rollouts never see each other\'s cookies; a re-run of the same task starts clean', async () => {
     const h = await startHarness({
       service: (call) => {
-        const who = call.body.input[0].content as string;
+        const who = normalizeInput(call.body.input)[0]!.content as string;
         const turn = call.body.input.length;
         if (turn === 1) return reply.json(toolAsk(functionCall('get_counter_value')), { setCookies: [`owner=${who}`] });
         return finalAnswer(`cookie was ${call.cookies.owner}`);
@@ -220,7 +223,7 @@ describe('E. cookies and secrecy', () => {
     try {
       await Promise.all([h.run(basicRow('alpha')), h.run(basicRow('beta')), h.run(basicRow('gamma'))]);
       for (const call of h.service.calls) {
-        const who = call.body.input[0].content;
+        const who = normalizeInput(call.body.input)[0]!.content;
         if (call.body.input.length === 1) assert.deepEqual(call.cookies, {});
         else assert.deepEqual(call.cookies, { owner: who });
       }
@@ -237,8 +240,8 @@ describe('E. cookies and secrecy', () => {
     try {
       await h.run(basicRow());
       assert.ok(!JSON.stringify(h.service.calls[0]!.body).includes('expected_answer'));
-      assert.deepEqual(h.env.to('/seed_session')[0]!.body.verifier_metadata, { expected_answer: '42' });
-      assert.deepEqual(h.env.to('/verify')[0]!.body.verifier_metadata, { expected_answer: '42' });
+      assert.deepEqual((h.env.to('/seed_session')[0]!.body as Row).verifier_metadata, { expected_answer: '42' });
+      assert.deepEqual((h.env.to('/verify')[0]!.body as VerifyRequest).verifier_metadata, { expected_answer: '42' });
     } finally {
       await h.close();
     }
@@ -259,9 +262,10 @@ describe('E. cookies and secrecy', () => {
       assert.equal(tool.cookies.session, 's1');
       assert.equal(verify.cookies[ENV_COOKIE], sessionCookie);
       assert.equal(verify.cookies.session, 's1');
-      assert.equal(verify.body.response.id, 'traj_1');
-      assert.deepEqual(verify.body.verifier_metadata, { expected_answer: '42' });
-      assert.equal(verify.body.expected_count, 6);
+      const verified = verify.body as VerifyRequest;
+      assert.equal(verified.response.id, 'traj_1');
+      assert.deepEqual(verified.verifier_metadata, { expected_answer: '42' });
+      assert.equal(verified.expected_count, 6);
     } finally {
       await h.close();
     }

@@ -8,7 +8,7 @@ import { writeFileAtomic } from '../runfiles/jsonl.js';
 import { callInternal } from '../http/client.js';
 import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../metrics/metrics.js';
 import type { AgentDirectory } from './agents.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 import { countsJson, type OutcomeLedger } from '../runfiles/outcomes.js';
 
 const HEAVY_FIELDS = ['response', 'responses_create_params', 'ng_agent_observations', 'ng_model_call_capture', 'ng_trajectory'];

@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import { eventually } from '../../test/support/wait.js';
 
 interface Rig {
   dir: string;
@@ -342,7 +344,7 @@ describe('Ctrl-C', () => {
     writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
     const args = ['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${r.head.port}`];
     const running = spawnGym(args, { cwd: r.dir });
-    await waitFor(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, 'row 0 on disk, rows 1 and 2 in flight');
+    await eventually(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, { what: 'row 0 on disk, rows 1 and 2 in flight' });
     running.child.kill('SIGINT');
     const result = await running.result;
     assert.equal(result.code, 130, result.stderr);

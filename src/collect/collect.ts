@@ -23,7 +23,9 @@ import type { AgentDirectory } from './agents.js';
 import { maxRolloutAttempts, type CollectionConfig } from './config.js';
 import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, readRawLines, scanRowsFile, truncateFile } from '../runfiles/jsonl.js';
 import { TaskCounters } from '../runfiles/key-tables.js';
-import { materializeRows, scanInput, type InputScan, type Row } from './materialize.js';
+import { materializeRows, scanInput, type InputScan } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
+import { attemptOf } from '../runfiles/in-flight.js';
 import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from '../runfiles/outcomes.js';
 import { artifactPaths, checkOutputPath, type ArtifactPaths } from '../runfiles/paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
@@ -223,8 +225,7 @@ async function dispatch(
       failuresFile.append(JSON.stringify(result));
       ledger.move(job.agent, from, isTerminal(result) ? 'failed_terminal' : 'failed_retryable');
       stats.failures++;
-      const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
-      if (!isTerminal(result) && prepared.cache && attempt + 1 >= prepared.maxAttempts) stats.atAttemptCap++;
+      if (!isTerminal(result) && prepared.cache && attemptOf(job.identity) + 1 >= prepared.maxAttempts) stats.atAttemptCap++;
     }
     stats.done++;
     progress.update(stats);

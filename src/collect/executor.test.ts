@@ -3,14 +3,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ProgressReporter } from './progress.js';
 import { createInProcessQueue, type RolloutJob } from './executor.js';
+import { gate } from '../../test/support/wait.js';
 
 const job = (task: number): RolloutJob => ({ task, rollout: 0, agent: 'a', attempt: 0, body: '{}' });
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 describe('createInProcessQueue', () => {
   test('never has more than `concurrency` jobs in flight, and submit waits for room', async () => {
@@ -23,9 +18,9 @@ describe('createInProcessQueue', () => {
       execute: async (j) => {
         inFlight++;
         peak = Math.max(peak, inFlight);
-        const gate = deferred();
-        gates.set(j.task, gate.resolve);
-        await gate.promise;
+        const held = gate();
+        gates.set(j.task, held.open);
+        await held.opened;
         inFlight--;
         return { task: j.task };
       },

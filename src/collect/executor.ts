@@ -3,7 +3,7 @@
  * workers) can replace the in-process pool without touching routing, resume or reporting: the collector
  * `submit`s jobs in order, is handed each result as it finishes, and `drain`s at the end.
  */
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 
 export interface RolloutJob {
   task: number;

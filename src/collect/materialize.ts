@@ -12,8 +12,7 @@ import type { AgentDirectory } from './agents.js';
 import type { CollectionConfig, NumRepeats } from './config.js';
 import { malformedLine, parseLine, readRawLines, type RawLine } from '../runfiles/jsonl.js';
 import { LineIndexTable, TaskCounters } from '../runfiles/key-tables.js';
-
-export type Row = Record<string, unknown>;
+import type { Row } from '../runfiles/row.js';
 
 const SHOWN_LINES = 10;
 

@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { keysOf, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl } from '../../test/support/cli.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
+import { keysOf, readJsonl, runGym, spawnGym, tempDir, writeJsonl } from '../../test/support/cli.js';
+import { eventually } from '../../test/support/wait.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 after(async () => {
@@ -37,7 +39,7 @@ describe('agent reachability (D20)', () => {
     const rig = await rigWithAbsentAgent();
     writeJsonl(path.join(rig.dir, 'in.jsonl'), [row(0, 'live_agent'), row(1, 'absent_agent'), row(2, 'absent_agent'), row(3, 'live_agent')]);
     const gym = spawnGym(rig.args(['+num_samples_in_parallel=2', '++agent_unreachable_wait_secs=30']), { cwd: rig.dir });
-    await waitFor(() => /waiting for agent 'absent_agent' up to 30s \(agent_unreachable_wait_secs\)/.test(gym.stderr()), 'the waiting line', 20_000);
+    await eventually(() => /waiting for agent 'absent_agent' up to 30s \(agent_unreachable_wait_secs\)/.test(gym.stderr()), { what: 'the waiting line', timeoutMs: 20_000 });
     const back = await startFakeAgent('absent_agent', ok, { port: rig.port });
     open.push(back);
     const res = await gym.result;

@@ -11,7 +11,7 @@
  */
 import { answers } from '../http/readiness.js';
 import { delay } from '../http/client.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 
 export interface ReachabilityOptions {
   /** How long an agent may stay unreachable before the collection gives up on it. */

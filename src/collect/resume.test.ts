@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
-import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
+import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import { eventually } from '../../test/support/wait.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 after(async () => {
@@ -127,7 +129,7 @@ test('a collector killed with SIGKILL mid-run, then resumed, ends with every key
   const r = await rig((input) => ((input.x as number) >= 12 && holdSlowRows ? fakeReply.hang() : fakeReply.success(input)), rows);
   const running = spawnGym([...r.args, '--concurrency', '20', '--num-repeats', '2'], { cwd: r.dir });
   // The fast rows' 24 rollouts land on disk while the slow rows' 16 are in flight: kill now.
-  await waitFor(() => lineCount(r.file('r.jsonl')) >= 24 && r.agent.runs.length >= 40, '24 finished rollouts and 40 dispatched');
+  await eventually(() => lineCount(r.file('r.jsonl')) >= 24 && r.agent.runs.length >= 40, { what: '24 finished rollouts and 40 dispatched' });
   running.child.kill('SIGKILL');
   const killed = await running.result;
   assert.equal(killed.signal, 'SIGKILL');

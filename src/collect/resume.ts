@@ -10,7 +10,8 @@ import { ConfigError } from '../errors.js';
 import type { CollectionConfig } from './config.js';
 import { malformedLine, parseLine, readRawLines, scanRowsFile, type TornTail } from '../runfiles/jsonl.js';
 import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
-import { firstDifference, materializeRows, type Row } from './materialize.js';
+import { firstDifference, materializeRows } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 import { agentNameOfRow, rewardOf, type Outcome } from '../runfiles/outcomes.js';
 import type { ArtifactPaths } from '../runfiles/paths.js';
 

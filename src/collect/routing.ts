@@ -7,7 +7,7 @@ import { placeholderResponse, validateCreateParams } from '../contract/index.js'
 import { isPlainObject } from '../config/types.js';
 import { HttpTransportError, neverDelivered, request, type HttpResponse } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 import type { RolloutExecutor } from './executor.js';
 import { undeliveredResult, type AgentReachability } from './reachability.js';
 import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from '../contract/gym-wire.js';

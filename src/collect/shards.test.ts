@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fakeReply, fakeResponse, startFakeAgent, startFakeHead, type FakeHead, type Row } from '../testing/fake-agent.js';
+import { fakeReply, fakeResponse, startFakeAgent, startFakeHead, type FakeHead } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
 import { keysOf, readJsonl, runGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 
 const open: Array<{ close(): Promise<void> }> = [];

@@ -13,7 +13,7 @@ import { BatchedFileWriter, scanRowsFile } from '../runfiles/jsonl.js';
 import { isRolloutKey } from '../runfiles/key-tables.js';
 import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf } from '../runfiles/outcomes.js';
 import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from '../runfiles/paths.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 
 export interface AggregateShardsOptions {
   inputGlob: string;

@@ -5,10 +5,11 @@ import { after, test } from 'node:test';
 import { ConfigError } from '../errors.js';
 import { findFreePort } from '../config/index.js';
 import { startScriptedService } from '../testing/index.js';
-import { readJsonl, runGym, tempDir, waitFor } from '../../test/support/cli.js';
+import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
 import { parseCollectionConfig } from './config.js';
 import { counterEvalArgs, solveCounterTask, startGatedRun, type GatedRun } from '../../test/support/live-run.js';
 import { RunStatusBoard, type StageReport } from './status.js';
+import { eventually } from '../../test/support/wait.js';
 
 const runs: GatedRun[] = [];
 after(async () => {
@@ -39,13 +40,12 @@ test('gym eval run keeps <stem>_status.json current: stages from the remote agen
   runs.push(run);
   await run.held;
   let seen: Status | undefined;
-  await waitFor(
+  await eventually(
     () => {
       seen = readStatus(run.statusPath);
       return seen?.in_flight.some((entry) => entry.task_index === 0 && entry.stage === 'calling_service' && entry.stalled === true) === true;
     },
-    'task 0 reported at calling_service and stalled',
-    20_000,
+    { what: 'task 0 reported at calling_service and stalled', timeoutMs: 20_000 },
   );
   const entry = seen!.in_flight.find((e) => e.task_index === 0)!;
   assert.deepEqual(Object.keys(entry).sort(), ['agent', 'attempt', 'elapsed_s', 'rollout_index', 'since_progress_s', 'stage', 'stalled', 'step', 'task_index', 'tool'].sort());
@@ -58,7 +58,7 @@ test('gym eval run keeps <stem>_status.json current: stages from the remote agen
   assert.equal(seen!.stall_warning_secs, 0.5);
   assert.equal(seen!.totals.total, 5);
   assert.ok((seen!.totals.stalled as number) >= 1);
-  await waitFor(() => /stalled: task 0 rollout 0 \(calling_service step 1\)/.test(run.gym.stderr()), 'the progress line naming the stalled rollout', 20_000);
+  await eventually(() => /stalled: task 0 rollout 0 \(calling_service step 1\)/.test(run.gym.stderr()), { what: 'the progress line naming the stalled rollout', timeoutMs: 20_000 });
   // No temporary file is left beside it: each write is renamed into place.
   assert.deepEqual(readdirSync(path.dirname(run.statusPath)).filter((name) => name.includes('.tmp-')), []);
 

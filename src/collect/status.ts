@@ -19,13 +19,10 @@ import { request } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import type { Route } from './routing.js';
-import type { Row } from './materialize.js';
+import type { Row } from '../runfiles/row.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import { LatencyByStep } from '../runfiles/step-latency.js';
-
-/** Stages a source may report (the remote agent's, see its status.ts); `queued` is also the collector's default. */
-export const STAGES = ['queued', 'seeding', 'calling_service', 'running_tool', 'retrying_overload', 'verifying'] as const;
-export type Stage = (typeof STAGES)[number];
+import { attemptOf, inFlightEntry, seconds, STAGES, type InFlightRollout, type Stage } from '../runfiles/in-flight.js';
 
 /** What a source knows about one in-flight rollout at the moment it answered. */
 export interface StageReport {
@@ -104,16 +101,10 @@ export interface TrackedJob {
   identity: Row;
 }
 
-interface InFlight {
-  task: number;
-  rollout: number;
-  attempt: number;
-  agent: string;
-  startedAt: number;
-  stage: Stage;
-  step: number;
-  tool: string | null;
-  progressAt: number;
+interface InFlight extends InFlightRollout {
+  readonly task: number;
+  readonly rollout: number;
+  readonly agent: string;
 }
 
 /** One point of the history: cumulative counts at `t_s` seconds into the run. */
@@ -145,7 +136,6 @@ export interface StatusBoardOptions {
 const MAX_HISTORY = 240;
 
 const keyOf = (task: unknown, rollout: unknown, attempt: number): string => `${String(task)}\u0000${String(rollout)}\u0000${attempt}`;
-const seconds = (ms: number): number => Math.round(ms) / 1000;
 
 export class RunStatusBoard {
   private readonly inFlight = new Map<string, InFlight>();
@@ -182,7 +172,7 @@ export class RunStatusBoard {
   }
 
   track(job: TrackedJob): void {
-    const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
+    const attempt = attemptOf(job.identity);
     const at = this.now();
     this.inFlight.set(keyOf(job.task, job.rollout, attempt), {
       task: job.task,
@@ -199,8 +189,7 @@ export class RunStatusBoard {
 
   /** A result was recorded (or dropped, route `nowhere`); its step latencies, if any, join the run's. */
   settle(job: TrackedJob, result: Row, route: Route): void {
-    const attempt = typeof job.identity._ng_attempt_index === 'number' ? job.identity._ng_attempt_index : 0;
-    this.inFlight.delete(keyOf(job.task, job.rollout, attempt));
+    this.inFlight.delete(keyOf(job.task, job.rollout, attemptOf(job.identity)));
     this.done++;
     this.stepLatency.addResult(result[STEP_LATENCY_KEY]);
     if (route === 'rollouts') {
@@ -291,18 +280,7 @@ export class RunStatusBoard {
     const remaining = Math.max(0, this.options.total - this.done);
     const failed = Object.values(this.failedByClass).reduce((sum, n) => sum + n, 0);
     const limitMs = this.options.stallWarningSecs * 1000;
-    const inFlight = [...this.inFlight.values()].map((entry) => ({
-      task_index: entry.task,
-      rollout_index: entry.rollout,
-      attempt: entry.attempt,
-      agent: entry.agent,
-      stage: entry.stage,
-      step: entry.step,
-      tool: entry.tool,
-      elapsed_s: seconds(at - entry.startedAt),
-      since_progress_s: seconds(at - entry.progressAt),
-      stalled: at - entry.progressAt > limitMs,
-    }));
+    const inFlight = [...this.inFlight.values()].map((entry) => ({ ...inFlightEntry(entry, at), stalled: at - entry.progressAt > limitMs }));
     return {
       version: 1,
       state,

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { placeholderResponse } from '../contract/index.js';
 import { request, type HttpResponse } from '../http/client.js';
-import { eventually } from '../../test/support/environments.js';
+
 import { CookieJar } from '../http/cookies.js';
 import { defineEnvironment, serveEnvironment, ToolError, z, type RunningEnvironment } from './index.js';
+import { eventually } from '../../test/support/wait.js';
 
 /**
  * The environment kit through a real server on a loopback port: every rule an author gets for free — the routes,
@@ -149,7 +150,7 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'x' }, jar);
     const before = disposed.length;
     await post(env, '/verify', verifyBody(['x']), jar);
-    await eventually(() => disposed.length === before + 1, 3_000, 'the verified state is disposed');
+    await eventually(() => disposed.length === before + 1, { what: 'the verified state is disposed', timeoutMs: 3_000 });
     assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn', reason: 'verified' });
 
     const late = await post(env, '/add_note', { text: 'y' }, jar);
@@ -214,7 +215,7 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'old' }, jar);
     const before = disposed.length;
     await post(env, '/seed_session', { owner: 'kim' }, jar);
-    await eventually(() => disposed.length === before + 1, 3_000, 'the replaced state is disposed');
+    await eventually(() => disposed.length === before + 1, { what: 'the replaced state is disposed', timeoutMs: 3_000 });
     assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo', reason: 'replaced' });
     assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'kim', notes: [] });
   });
@@ -244,7 +245,7 @@ describe('environment kit: session lifetime', () => {
       const jar = new CookieJar();
       await post(env, '/seed_session', { owner: 'abandoned' }, jar);
       assert.equal(env.server.sessions.size, 1);
-      await eventually(() => disposed.length === 1, 3_000, 'the idle session expires and is disposed');
+      await eventually(() => disposed.length === 1, { what: 'the idle session expires and is disposed', timeoutMs: 3_000 });
       assert.equal(disposed[0]!.owner, 'abandoned');
       assert.equal(disposed[0]!.reason, 'expired');
       assert.equal(env.server.sessions.size, 0);
@@ -292,7 +293,7 @@ describe('environment kit: session lifetime', () => {
       const jar = new CookieJar();
       await post(env, '/seed_session', {}, jar);
       assert.equal((await post(env, '/verify', verifyBody([]), jar)).status, 200);
-      await eventually(() => lines.length === 1, 3_000, 'the failing dispose is logged');
+      await eventually(() => lines.length === 1, { what: 'the failing dispose is logged', timeoutMs: 3_000 });
       assert.match(lines[0]!, /^\[leaky\] dispose\(state\) failed: sandbox already gone$/);
       assert.equal((await post(env, '/seed_session', {})).status, 200, 'the server still answers');
     } finally {

@@ -3,10 +3,11 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { placeholderResponse } from '../contract/index.js';
-import { eventually } from '../../test/support/environments.js';
+
 import { request } from '../http/client.js';
 import { CookieJar } from '../http/cookies.js';
 import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
+import { eventually } from '../../test/support/wait.js';
 
 /**
  * The README's "Write your own environment" example, exactly as printed (only its import path pointed at the compiled
@@ -29,7 +30,7 @@ describe('README: write your own environment', () => {
   it('the example runs: seed, list, complete, a ToolError, verify with reward, extras and the answer key dropped', async () => {
     const proc = await startEnvironmentProcess(readmeExample(), 'todo');
     try {
-      await eventually(() => proc.output().stdout.includes('todo listening on'), 10_000, `the example listens (stderr: ${proc.output().stderr})`);
+      await eventually(() => proc.output().stdout.includes('todo listening on'), { what: `the example listens (stderr: ${proc.output().stderr})`, timeoutMs: 10_000 });
       const jar = new CookieJar();
       const post = async (route: string, body: unknown) => {
         const cookie = jar.header();

@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { eventually } from '../../test/support/environments.js';
+
 import { request } from '../http/client.js';
 import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
+import { eventually } from '../../test/support/wait.js';
 
 /**
  * `runEnvironment` in a real server process, started the way `gym env start` starts one (the two config env vars):
@@ -43,7 +44,7 @@ describe('runEnvironment in a server process', () => {
   it('serves the config block to the environment and disposes every live session on SIGTERM', async () => {
     const proc = await startLedger('greet');
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), 10_000, 'the server prints its listening line');
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), { what: 'the server prints its listening line', timeoutMs: 10_000 });
       const seeded = [];
       for (let i = 0; i < 2; i++) seeded.push(await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }));
       const cookie = seeded[0]!.setCookies[0]!.split(';')[0]!;
@@ -73,9 +74,9 @@ describe('runEnvironment in a server process', () => {
   it('expires a session abandoned by a killed collector after the configured session_idle_timeout_secs', async () => {
     const proc = await startLedger('greet', { session_idle_timeout_secs: 0.2 });
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), 10_000, 'the server prints its listening line');
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), { what: 'the server prints its listening line', timeoutMs: 10_000 });
       await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }); // and never verified
-      await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', 10_000, 'the idle session is disposed as expired');
+      await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', { what: 'the idle session is disposed as expired', timeoutMs: 10_000 });
     } finally {
       proc.child.kill('SIGKILL');
     }

@@ -46,7 +46,7 @@ export class EnvironmentServer {
     this.shutdownWaitMs = options.shutdownWaitMs ?? 1_500;
     this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
     const stateful = spec.createState !== undefined;
-    const tools: Record<string, Tool<any>> = {};
+    const tools: Record<string, Tool> = {};
     for (const [name, definition] of environment.tools) tools[name] = this.route(name, definition, stateful);
 
     this.app = createResourcesServer({
@@ -112,7 +112,7 @@ export class EnvironmentServer {
     );
   }
 
-  private route(name: string, definition: ToolSpec<any, unknown>, stateful: boolean): Tool<unknown> {
+  private route(name: string, definition: ToolSpec<unknown, unknown>, stateful: boolean): Tool<unknown> {
     const initialState = this.environment.spec.initialState;
     return baseTool(definition.input, async (args, { sessionId }) => {
       let state: unknown;

@@ -1,3 +1,18 @@
+/**
+ * The one HTTP client of a tsgym process, over undici keep-alive pools (`dispatcher()` is the process-wide one;
+ * `createDispatcher({ ca })` makes one that trusts a private CA). Behaviours are small pieces composed by the
+ * caller rather than flags threaded through the rollout loop:
+ *
+ * - `request()`       one attempt: a deadline covering headers and body, a bounded body read, redirects never
+ *                     followed, proxy variables never read (undici's `Agent` has no proxy support by design),
+ *                     an optional per-peer cookie jar.
+ * - `withRetries()`   a bounded retry budget around any attempt, deciding by the error.
+ * - `callInternal()`  the internal hop (collector → agent → environment): JSON POST (GET without a body), with
+ *                     connection failures retried within the D12 budget.
+ *
+ * Failures are `HttpTransportError`s with a `kind`, so callers classify by structure, never by message text;
+ * `neverDelivered()` tells the failures where the request cannot have reached the server.
+ */
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
@@ -6,19 +21,6 @@ import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/inde
 import { GymError } from '../errors.js';
 import type { CookieJar } from './cookies.js';
 import { exactUtf8 } from './utf8.js';
-
-/**
- * The one HTTP client of a tsgym process. Behaviours are small pieces composed by the caller rather than
- * flags threaded through the rollout loop:
- *
- * - `request()`      one attempt: a deadline covering headers and body, a bounded body read, redirects never
- *                    followed, proxy variables never read (undici's `Agent` has no proxy support by design),
- *                    an optional per-peer cookie jar.
- * - `withRetries()`  a bounded retry budget around any attempt, deciding by the error's `kind`.
- * - `postJson()`     the internal hop (collector → agent → environment): both of the above with the D12 budget.
- *
- * Failures are `HttpTransportError`s with a `kind`, so callers classify by structure, never by message text.
- */
 
 export type TransportErrorKind =
   | 'connect' // refused, reset, DNS, socket closed before the reply: the request may not have been processed

@@ -6,9 +6,8 @@
  * `agent_metrics`; `key_metrics` are the `mean/*` entries. An environment may add its own metrics through a
  * `TaskMetricsHook`, which sees the results grouped by task, tasks ascending, rollouts in rollout order.
  */
-import { columnsOf, describe, numericFields, usageFields, type NumericRecord, type Row } from './stats.js';
-
-export type { Row } from './stats.js';
+import type { Row } from '../runfiles/row.js';
+import { columnsOf, describe, numericFields, usageFields, type NumericRecord } from './stats.js';
 
 export const TASK_INDEX = '_ng_task_index';
 export const ROLLOUT_INDEX = '_ng_rollout_index';

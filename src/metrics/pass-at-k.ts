@@ -3,7 +3,8 @@
  * (docs/design.md, "pass@k and majority@k"). All accuracy values are percentages (0–100). `tasks[i]` is the list of
  * rollouts of task i, in rollout order.
  */
-import { mean, sampleStd, type Row } from './stats.js';
+import type { Row } from '../runfiles/row.js';
+import { mean, sampleStd } from './stats.js';
 
 export type Scores = Record<string, number>;
 /** Named scores of one rollout; booleans count as 0/1. */

@@ -4,8 +4,7 @@
  * values present; a statistic that is undefined is left out; and when *every* std of a group is undefined (a single
  * rollout), the columns that have no missing value in that group get std 0.
  */
-
-export type Row = Record<string, unknown>;
+import type { Row } from '../runfiles/row.js';
 
 /** The numeric view of one rollout: column name → value, in column order. */
 export type NumericRecord = Record<string, number>;

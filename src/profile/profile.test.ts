@@ -111,12 +111,17 @@ test('per task and per agent statistics, pass@k and the outcome counts match han
 test('--json prints one JSON object for machines', async () => {
   const res = await runGym(['eval', 'profile', '--rollouts', 'r.jsonl', '++allow_partial_rollouts=true', '--json'], { cwd: dir });
   assert.equal(res.code, 0, res.stderr);
-  const report = JSON.parse(res.stdout) as Record<string, any>;
+  const report = JSON.parse(res.stdout) as {
+    completion: Record<string, number>;
+    rollout_counts: Record<string, number>;
+    agents: Array<{ agent_ref: { name: string } }>;
+    outputs: Record<string, string>;
+  };
   assert.equal(report.completion.completed_rollout_rows, 3);
   assert.equal(report.completion.failed_rollout_rows, 2);
   assert.equal(report.completion.missing_rollout_rows, 1);
   assert.equal(report.rollout_counts.mean_reward_failures_as_zero, 0.4);
-  assert.equal(report.agents[0].agent_ref.name, 'a');
+  assert.equal(report.agents[0]!.agent_ref.name, 'a');
   assert.equal(report.outputs.agent_metrics, 'r_agent_metrics.json');
 });
 

@@ -9,7 +9,8 @@ import { scanRowsFile, writeFileAtomic } from '../runfiles/jsonl.js';
 import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
 import { agentNameOfRow, countsJson, LedgerBuilder, rewardOf, type OutcomeCounts, type OutcomeLedger } from '../runfiles/outcomes.js';
 import { failuresPathFor, profilePaths } from '../runfiles/paths.js';
-import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult, type Row } from '../metrics/metrics.js';
+import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult } from '../metrics/metrics.js';
+import type { Row } from '../runfiles/row.js';
 import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
 
 export interface ProfileOptions {

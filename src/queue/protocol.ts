@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { RedisOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ConfigError } from '../errors.js';
-import type { Row } from '../collect/materialize.js';
+import type { Row } from '../runfiles/row.js';
 
 export const RUNS_KEY = 'tsgym:runs';
 export const WORKERS_KEY = 'tsgym:workers';

@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor, writeJsonl, type RunningGym } from '../../test/support/cli.js';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler, type Row } from '../testing/fake-agent.js';
+import { lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type RunningGym } from '../../test/support/cli.js';
+import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import type { Row } from '../runfiles/row.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
+import { eventually, gate } from '../../test/support/wait.js';
 
 const closers: Array<() => Promise<unknown> | unknown> = [];
 after(async () => {
@@ -115,10 +117,10 @@ test('three workers and one collector: every rollout once, failures name their w
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, (i) => (i % 3 === 0 ? 'beta' : 'alpha'), (i) => (i % 20 === 7 ? { fail: true } : {})));
   // The worker without beta starts alone, so it is offered beta rows before anyone else can take them.
   const lacking = startWorker(server, envs[2]!, 'w3', dir);
-  await waitFor(() => /connected to/.test(lacking.stderr()), 'the worker without beta to connect');
+  await eventually(() => /connected to/.test(lacking.stderr()), { what: 'the worker without beta to connect' });
   const run = collector(server, envs[0]!.head, dir);
-  await waitFor(() => /refusing job/.test(lacking.stderr()), 'the worker without beta to refuse a job');
-  await waitFor(() => /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()), 'the collector to say beta has no worker');
+  await eventually(() => /refusing job/.test(lacking.stderr()), { what: 'the worker without beta to refuse a job' });
+  await eventually(() => /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()), { what: 'the collector to say beta has no worker' });
   const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
@@ -151,9 +153,9 @@ test('a SIGKILLed worker: its jobs in flight are run again after the stall timeo
   const n = 40;
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
   const doomed = startWorker(server, stuck, 'doomed', dir);
-  await waitFor(() => /connected to/.test(doomed.stderr()), 'the first worker to connect');
+  await eventually(() => /connected to/.test(doomed.stderr()), { what: 'the first worker to connect' });
   const run = collector(server, healthy.head, dir);
-  await waitFor(() => stuck.calls() >= 9, 'the doomed worker to hold 4 jobs in flight');
+  await eventually(() => stuck.calls() >= 9, { what: 'the doomed worker to hold 4 jobs in flight' });
   const survivor = startWorker(server, healthy, 'survivor', dir);
   doomed.child.kill('SIGKILL');
   const result = await run.result;
@@ -172,7 +174,7 @@ test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-
   const n = 60;
   const { server, dir, env, worker } = await oneWorkerScene('resume', n, 20);
   const first = collector(server, env.head, dir);
-  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
   first.child.kill('SIGKILL');
   await first.result;
   // The jobs already enqueued finish while no collector listens; their results wait in Redis.
@@ -191,9 +193,9 @@ test('Redis restarting empty mid-run pauses the run visibly; it then continues a
   const n = 80;
   const { server, dir, env, worker } = await oneWorkerScene('restart', n, 10);
   const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
-  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
+  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
   await server.kill();
-  await waitFor(() => /is unreachable: the run is paused/.test(run.stderr()), 'the pause to be reported');
+  await eventually(() => /is unreachable: the run is paused/.test(run.stderr()), { what: 'the pause to be reported' });
   await server.restart();
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
@@ -207,7 +209,7 @@ test('Redis that stays away fails the run with a clear error and the resume comm
   const n = 40;
   const { server, dir, env, worker } = await oneWorkerScene('outage', n, 10);
   const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
-  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, 'five rollouts on disk');
+  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, { what: 'five rollouts on disk' });
   await server.kill();
   const result = await run.result;
   assert.equal(result.code, 1, result.stderr);
@@ -228,16 +230,16 @@ test('Ctrl-C on a worker drains: its jobs in flight finish and are recorded, it 
   const n = 12;
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
   const draining = startWorker(server, slow, 'draining', dir, 2);
-  await waitFor(() => /connected to/.test(draining.stderr()), 'the first worker to connect');
+  await eventually(() => /connected to/.test(draining.stderr()), { what: 'the first worker to connect' });
   const run = collector(server, slow.head, dir);
-  await waitFor(() => slow.calls() === 2, 'two jobs in flight on the first worker');
+  await eventually(() => slow.calls() === 2, { what: 'two jobs in flight on the first worker' });
   draining.child.kill('SIGINT');
   const stopped = await draining.result;
   assert.equal(stopped.code, 0, stopped.stderr);
   assert.match(stopped.stderr, /draining — no new jobs/);
   assert.equal(slow.calls(), 2, 'no job taken after Ctrl-C');
   // Both jobs it had finished before it exited: their results are recorded.
-  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, 'the drained results on disk');
+  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, { what: 'the drained results on disk' });
   startWorker(server, other, 'other', dir);
   const result = await run.result;
   assert.equal(result.code, 0, result.stderr);
@@ -254,9 +256,9 @@ test('a job whose worker dies three times becomes a retryable worker_lost failur
   let run: RunningGym | undefined;
   for (let death = 1; death <= 3; death++) {
     const doomed = startWorker(server, hanging, `doomed${death}`, dir);
-    await waitFor(() => /connected to/.test(doomed.stderr()), `doomed worker ${death} to connect`);
+    await eventually(() => /connected to/.test(doomed.stderr()), { what: `doomed worker ${death} to connect` });
     run ??= collector(server, healthy.head, dir);
-    await waitFor(() => hanging.calls() === death, `doomed worker ${death} to take the job`, 20_000);
+    await eventually(() => hanging.calls() === death, { what: `doomed worker ${death} to take the job`, timeoutMs: 20_000 });
     doomed.child.kill('SIGKILL');
     await doomed.result;
   }
@@ -295,24 +297,23 @@ test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the r
   const dir = tempDir('tsgym-queue-flush-');
   // Tasks from 10 on wait at a gate until Redis has been emptied, so rollouts are surely in flight at the flush
   // however fast the machine is (without it, a quiet machine could finish all 60 before the flush lands).
-  let openGate!: () => void;
-  const gate = new Promise<void>((resolve) => (openGate = resolve));
+  const flushed = gate();
   const env = await environment({
     alpha: async (row) => {
-      if (Number(row._ng_task_index) >= 10) await gate;
+      if (Number(row._ng_task_index) >= 10) await flushed.opened;
       return fakeReply.success(row, 1);
     },
   });
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
   const worker = startWorker(server, env, 'w1', dir, 8);
   const run = collector(server, env.head, dir);
-  await waitFor(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, 'ten rollouts on disk');
-  await waitFor(() => env.calls() >= 18, 'the next rollouts held in flight at the gate');
+  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+  await eventually(() => env.calls() >= 18, { what: 'the next rollouts held in flight at the gate' });
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
   await admin.flushall();
   admin.disconnect();
-  await waitFor(() => /Redis no longer holds this run's data/.test(run.stderr()), 'the collector to notice the emptied Redis', 20_000);
-  openGate();
+  await eventually(() => /Redis no longer holds this run's data/.test(run.stderr()), { what: 'the collector to notice the emptied Redis', timeoutMs: 20_000 });
+  flushed.open();
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assert.match(result.stderr, /Redis no longer holds this run's data/);
@@ -332,9 +333,9 @@ test('a worker whose own agent refuses connections hands its jobs back; another 
   const n = 20;
   writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
   const stranded = startWorker(server, { head: deadHead }, 'stranded', dir, 4, ['+agent_unreachable_wait_secs=0.5']);
-  await waitFor(() => /connected to/.test(stranded.stderr()), 'the worker with a dead agent to connect');
+  await eventually(() => /connected to/.test(stranded.stderr()), { what: 'the worker with a dead agent to connect' });
   const run = collector(server, healthy.head, dir);
-  await waitFor(() => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()), 'a job handed back');
+  await eventually(() => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()), { what: 'a job handed back' });
   const survivor = startWorker(server, healthy, 'survivor', dir);
   const result = await run.result;
   assert.equal(result.code, 0, result.stderr);

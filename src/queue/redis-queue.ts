@@ -14,7 +14,7 @@
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { GymError } from '../errors.js';
-import type { Row } from '../collect/materialize.js';
+import type { Row } from '../runfiles/row.js';
 import type { InProcessQueueOptions, RolloutJob, RolloutQueue } from '../collect/executor.js';
 import { failureRow, routeOf } from '../collect/routing.js';
 import { connect } from './connection.js';

@@ -9,7 +9,7 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentDirectory } from '../collect/agents.js';
-import type { Row } from '../collect/materialize.js';
+import type { Row } from '../runfiles/row.js';
 import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
 import { connect } from './connection.js';

@@ -100,12 +100,13 @@ describe('head server', () => {
     assert.equal(config.policy_api_key, '****');
     assert.equal(config.hf_token, '****');
     assert.equal(config.policy_base_url, 'http://model:8000/v1');
-    const model = (config.policy_model as any).responses_api_models.openai_model;
+    const model = (config.policy_model as { responses_api_models: { openai_model: Record<string, unknown> } }).responses_api_models.openai_model;
     assert.equal(model.openai_api_key, '****');
     assert.deepEqual(model.extra_keys, ['****', '****']);
     assert.equal(model.port, 12001);
     assert.deepEqual(config.head_server, { host: '127.0.0.1', port: 11000 });
-    assert.equal((config.counter as any).resources_servers.example_session_state_mgmt.port, 12002);
+    const counter = config.counter as { resources_servers: { example_session_state_mgmt: { port: number } } };
+    assert.equal(counter.resources_servers.example_session_state_mgmt.port, 12002);
   });
 
   it('refuses GET /shutdown (405): stopping takes a POST', async () => {

@@ -42,7 +42,7 @@ export interface ResourcesServerSpec<Seed> {
   /** Validates and applies the seed row (the whole rollout row is sent; unknown keys are ignored). */
   seed?: Tool<Seed>;
   verify(body: VerifyRequest, ctx: SessionContext): VerifyResult | Promise<VerifyResult>;
-  tools: Record<string, Tool<any>>;
+  tools: Record<string, Tool>;
   /** Extra metrics over all rollouts, grouped by task (merged into `agent_metrics`). */
   computeMetrics?: TaskMetricsHook;
   reverifyMode?: 'stateless' | 'unsupported' | 'unknown';

@@ -28,7 +28,25 @@ function post(url: string, body: unknown, jar?: CookieJar): Promise<HttpResponse
   return request(`${url}/v1/responses`, { method: 'POST', ...options, timeoutMs: 5000, ...(jar ? { jar } : {}) });
 }
 
-type Body = Record<string, any>;
+/** An output item of the service's reply, with the fields these tests read. */
+interface ReplyItem {
+  type: string;
+  id: string;
+  name?: string;
+  arguments?: string;
+  call_id?: string;
+  output?: string;
+  content?: Array<{ text: string }>;
+}
+
+/** The service's JSON reply as these tests read it: a Responses object, or an error's `detail`. */
+interface Body {
+  model: string;
+  object: string;
+  output: ReplyItem[];
+  usage: unknown;
+  detail: string;
+}
 
 describe('agent-service kit', () => {
   let decide: Decide = () => ({ final: 'unset' });
@@ -51,7 +69,7 @@ describe('agent-service kit', () => {
     assert.equal(body.model, 'test-brain');
     assert.equal(body.object, 'response');
     assert.equal(body.output.length, 2);
-    const [first, second] = body.output;
+    const [first, second] = body.output as [ReplyItem, ReplyItem];
     assert.deepEqual(Object.keys(first).sort(), ['arguments', 'call_id', 'id', 'name', 'status', 'type']);
     assert.equal(first.type, 'function_call');
     assert.equal(first.name, 'increment_counter');
@@ -71,7 +89,7 @@ describe('agent-service kit', () => {
     decide = () => ({ final: 'The count is 6.', usage: { inputTokens: 120, outputTokens: 7, cachedTokens: 100 } });
     const body = (await post(service.url, TASK)).json() as Body;
     assert.equal(body.output.length, 1);
-    const message = body.output[0];
+    const message = body.output[0]!;
     assert.match(message.id, /^msg_/);
     assert.deepEqual({ ...message, id: 'x' }, {
       type: 'message',
@@ -96,17 +114,17 @@ describe('agent-service kit', () => {
     });
     const body = (await post(service.url, TASK)).json() as Body;
     assert.equal(validateResponse(body).ok, true);
-    assert.deepEqual(body.output.map((item: Body) => item.type), ['function_call', 'function_call_output', 'function_call']);
-    assert.equal(body.output[0].name, 'web_search');
-    assert.equal(body.output[1].call_id, body.output[0].call_id);
-    assert.equal(body.output[1].output, '{"hits":3}');
-    assert.notEqual(body.output[2].call_id, body.output[0].call_id);
+    assert.deepEqual(body.output.map((item) => item.type), ['function_call', 'function_call_output', 'function_call']);
+    assert.equal(body.output[0]!.name, 'web_search');
+    assert.equal(body.output[1]!.call_id, body.output[0]!.call_id);
+    assert.equal(body.output[1]!.output, '{"hits":3}');
+    assert.notEqual(body.output[2]!.call_id, body.output[0]!.call_id);
   });
 
   test('arguments given as JSON text are sent verbatim', async () => {
     decide = () => ({ toolCalls: [{ name: 'increment_counter', arguments: '{"count": 2 }' }] });
     const body = (await post(service.url, TASK)).json() as Body;
-    assert.equal(body.output[0].arguments, '{"count": 2 }');
+    assert.equal(body.output[0]!.arguments, '{"count": 2 }');
   });
 
   test('a cookie ties calls of one rollout to one state object; a call without it starts a clean rollout', async () => {
@@ -120,16 +138,16 @@ describe('agent-service kit', () => {
     assert.match(first.setCookies[0]!, /^tsgym_rollout=[0-9a-f]{32}; Path=\//);
     const second = await post(service.url, TASK, jar);
     assert.deepEqual(second.setCookies, [], 'the cookie is set on the first call only');
-    assert.equal((second.json() as Body).output[0].content[0].text, 'call 2 at step 2');
+    assert.equal((second.json() as Body).output[0]!.content![0]!.text, 'call 2 at step 2');
     const fresh = await post(service.url, TASK);
-    assert.equal((fresh.json() as Body).output[0].content[0].text, 'call 1 at step 1');
+    assert.equal((fresh.json() as Body).output[0]!.content![0]!.text, 'call 1 at step 1');
     assert.notEqual(fresh.setCookies[0], first.setCookies[0]);
   });
 
   test('call ids stay unique across every call of a rollout', async () => {
     decide = () => ({ toolCalls: [{ name: 'get_counter_value' }, { name: 'get_counter_value' }] });
     const jar = new CookieJar();
-    const ids = new Set<string>();
+    const ids = new Set<string | undefined>();
     for (let i = 0; i < 5; i++) {
       for (const item of ((await post(service.url, TASK, jar)).json() as Body).output) ids.add(item.call_id);
     }
@@ -151,7 +169,7 @@ describe('agent-service kit', () => {
     decide = () => ({ toolCalls: [{ name: 'web_search', arguments: {} }] });
     const res = await post(service.url, TASK);
     assert.equal(res.status, 500);
-    const detail = (res.json() as Body).detail as string;
+    const detail = (res.json() as Body).detail;
     assert.match(detail, /asked for tool 'web_search'/);
     assert.match(detail, /declared: increment_counter, get_counter_value/);
   });
@@ -191,7 +209,7 @@ describe('agent-service kit', () => {
     for (const [body, status, pattern] of cases) {
       const res = await post(service.url, body);
       assert.equal(res.status, status, String(body));
-      const detail = (res.json() as Body).detail as string;
+      const detail = (res.json() as Body).detail;
       assert.match(detail, pattern);
       assert.equal(detail.includes('\n'), false);
     }
@@ -206,7 +224,7 @@ test('createHandler mounts in a plain node:http server', async () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const body = (await post(url, TASK)).json() as Body;
     assert.equal(body.model, 'plain');
-    assert.equal(body.output[0].content[0].text, 'hello');
+    assert.equal(body.output[0]!.content![0]!.text, 'hello');
   } finally {
     await closeServer(server);
   }

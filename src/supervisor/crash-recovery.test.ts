@@ -18,11 +18,12 @@ import path from 'node:path';
 import { after, test, type TestContext } from 'node:test';
 import { createCounterPlanner } from '../../examples/counter-planner/index.js';
 import { counterRowLines } from '../../resources_servers/example_session_state_mgmt/scripts/generate.js';
-import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, waitFor } from '../../test/support/cli.js';
+import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
 import { findFreePort } from '../config/index.js';
 import { serve, type Decide, type RunningService } from '../service/index.js';
 import { waitUntilAnswering } from '../http/readiness.js';
-import { eventually, isAlive, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
+import { isAlive, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
+import { eventually, gate, type Gate } from '../../test/support/wait.js';
 
 const ROWS = 400;
 const CONCURRENCY = 16;
@@ -69,7 +70,7 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   const args = ['eval', 'run', '--no-serve', '-a', 'remote_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `+num_samples_in_parallel=${CONCURRENCY}`, ...head];
   const collection = spawnGym(args, { cwd: dir, env });
   const rollouts = path.join(dir, 'r.jsonl');
-  await waitFor(() => lineCount(rollouts) >= 40, 'the collection to be under way', 20_000);
+  await eventually(() => lineCount(rollouts) >= 40, { what: 'the collection to be under way', timeoutMs: 20_000 });
   let doneAtKill: number;
   if (killed === AGENT) {
     process.kill(before.pid!, 'SIGKILL');
@@ -77,7 +78,7 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   } else {
     // Every rollout in flight holds a session on the environment (seeded, incremented) and waits at the service.
     planner.hold();
-    await waitFor(() => planner.parked === CONCURRENCY, 'every rollout in flight to wait at the service', 10_000);
+    await eventually(() => planner.parked === CONCURRENCY, { what: 'every rollout in flight to wait at the service', timeoutMs: 10_000 });
     doneAtKill = lineCount(rollouts);
     process.kill(before.pid!, 'SIGKILL');
     await restartedAndAnswering(headPort, killed, 10_000);
@@ -121,19 +122,18 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
 
   environment.child.kill('SIGINT');
   await environment.result;
-  await eventually(() => processesWithMarker(marker).length === 0, 5_000, 'no server is left');
+  await eventually(() => processesWithMarker(marker).length === 0, { what: 'no server is left', timeoutMs: 5_000, intervalMs: 25 });
 }
 
 /** The incremental counter planner, which can park every rollout's later calls (step 2 on) until released. */
 function gatedPlanner() {
   const plan = createCounterPlanner({ incremental: true });
-  let gate: Promise<void> | undefined;
-  let open = (): void => {};
+  let held: Gate | undefined;
   let parked = 0;
   const decide: Decide = async (conversation, tools, ctx) => {
-    if (gate && ctx.step > 1) {
+    if (held && ctx.step > 1) {
       parked++;
-      await gate;
+      await held.opened;
       parked--;
     }
     return plan(conversation, tools, ctx);
@@ -144,11 +144,11 @@ function gatedPlanner() {
       return parked;
     },
     hold(): void {
-      gate = new Promise((resolve) => (open = resolve));
+      held = gate();
     },
     release(): void {
-      gate = undefined;
-      open();
+      held?.open();
+      held = undefined;
     },
   };
 }

@@ -8,7 +8,6 @@ import { findFreePort } from '../config/index.js';
 import type { InstanceRecord } from '../server/head-server.js';
 import {
   counterServer,
-  eventually,
   fixtureServer,
   GYM_BIN,
   isAlive,
@@ -17,6 +16,7 @@ import {
   processesWithMarker,
   type Scratch,
 } from '../../test/support/environments.js';
+import { eventually } from '../../test/support/wait.js';
 
 /**
  * The environment commands end to end: the real CLI (`node bin/gym.js env …`) as child processes, real servers,
@@ -103,7 +103,7 @@ describe('gym env start / status / stop', () => {
   }
 
   const nothingLeft = (): Promise<void> =>
-    eventually(() => processesWithMarker(marker).length === 0, 5_000, 'no process started by the test is left');
+    eventually(() => processesWithMarker(marker).length === 0, { what: 'no process started by the test is left', timeoutMs: 5_000, intervalMs: 25 });
 
   it('runs the counter environment: ready line, healthy in status --json, ended by env stop with nothing left', async () => {
     const started = performance.now();
@@ -188,7 +188,7 @@ describe('gym env start / status / stop', () => {
     const pid = await serverPidFromTable(run);
     run.child.kill('SIGKILL');
     await finished(run);
-    await eventually(() => !isAlive(pid), 3_000, 'the orphaned server is killed');
+    await eventually(() => !isAlive(pid), { what: 'the orphaned server is killed', timeoutMs: 3_000 });
     await nothingLeft();
   });
 

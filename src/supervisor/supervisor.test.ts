@@ -10,7 +10,6 @@ import { request } from '../http/client.js';
 import type { InstanceRecord } from '../server/head-server.js';
 import { StartAborted, startEnvironment, type RunningEnvironment, type StartOptions } from './supervisor.js';
 import {
-  eventually,
   fixtureServer,
   isAlive,
   makeScratch,
@@ -18,6 +17,7 @@ import {
   processesWithMarker,
   type Scratch,
 } from '../../test/support/environments.js';
+import { eventually } from '../../test/support/wait.js';
 
 /** Collects everything the supervisor writes, and resolves waits for a pattern as soon as it appears. */
 class Output extends PassThrough {
@@ -72,7 +72,7 @@ describe('startEnvironment', () => {
   }
 
   const nothingLeft = (): Promise<void> =>
-    eventually(() => processesWithMarker(marker).length === 0, 3_000, 'no test process is left');
+    eventually(() => processesWithMarker(marker).length === 0, { what: 'no test process is left', timeoutMs: 3_000, intervalMs: 25 });
 
   it('starts every server, lists them at the head server, and stops them all', async () => {
     const out = new Output();
@@ -203,7 +203,7 @@ describe('startEnvironment', () => {
     await die();
     await out.waitFor(/\(alpha\) restarted .*\n/);
     await die();
-    await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, 5_000, 'the second restart answers');
+    await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, { what: 'the second restart answers', timeoutMs: 5_000 });
     await die();
     const reason = await running.done;
     assert.equal(reason.kind, 'server_exited');
@@ -232,7 +232,7 @@ describe('startEnvironment', () => {
     const grandchild = Number((await out.waitFor(/grandchild pid (\d+)/))[1]);
     assert.ok(isAlive(grandchild));
     await running.stop();
-    await eventually(() => !isAlive(grandchild), 2_000, 'the grandchild is gone');
+    await eventually(() => !isAlive(grandchild), { what: 'the grandchild is gone', timeoutMs: 2_000 });
     await nothingLeft();
   });
 

@@ -6,8 +6,7 @@
 import { stringify } from 'yaml';
 import { App, type Listening } from '../http/server.js';
 import { computeAggregateMetrics, type TaskMetricsHook } from '../metrics/metrics.js';
-
-export type Row = Record<string, unknown>;
+import type { Row } from '../runfiles/row.js';
 
 /** What the scripted agent answers to one `/run`. */
 export type FakeRunReply =

@@ -20,17 +20,28 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseCookieHeader } from '../http/cookies.js';
+import type { ConversationItem } from '../service/conversation.js';
 
 // ---------------------------------------------------------------------------------------------------
 // What the service saw
+
+/** A `/v1/responses` request body: the conversation (a string, or items), the declared tools, and the rest as sent. */
+interface ResponsesRequestBody {
+  input: string | ConversationItem[];
+  tools: unknown[];
+  [key: string]: unknown;
+}
 
 export interface ServiceCall {
   /** 0-based arrival order. */
   index: number;
   method: string;
   path: string;
-  /** The parsed JSON body (undefined when the body is empty or not JSON). */
-  body: any;
+  /**
+   * The parsed JSON body, typed as the request the client under test is meant to send; nothing checks that it is
+   * one. A body that is empty or not JSON is undefined here: a test of such bodies reads `rawBody`.
+   */
+  body: ResponsesRequestBody;
   rawBody: Buffer;
   headers: http.IncomingHttpHeaders;
   cookies: Record<string, string>;
@@ -143,7 +154,7 @@ export async function startScriptedService(script: ServiceScript, options: Scrip
         index: calls.length,
         method: req.method ?? 'GET',
         path: req.url ?? '/',
-        body: parseJson(rawBody),
+        body: parseJson(rawBody) as ResponsesRequestBody,
         rawBody,
         headers: req.headers,
         cookies: parseCookieHeader(req.headers.cookie),
@@ -367,3 +378,5 @@ export { makeTestCa, type TestCa } from './tls.js';
 
 // Scripted `/run` agents and a fake head server, for testing collectors and reporting without real agents.
 export * from './fake-agent.js';
+/** The rows those doubles take and answer with. */
+export type { Row } from '../runfiles/row.js';

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { runGym, spawnGym, waitFor } from '../../test/support/cli.js';
+import { runGym, spawnGym } from '../../test/support/cli.js';
 import { writeRun } from '../../test/support/view-runs.js';
+import { eventually } from '../../test/support/wait.js';
 
 test('gym view prints the URL it serves on, serves the index there, and stops on a signal', async () => {
   const run = writeRun();
@@ -10,7 +11,7 @@ test('gym view prints the URL it serves on, serves the index there, and stops on
   let stdout = '';
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
-    await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
+    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, { what: 'the URL line' });
     const match = /^Viewing rollouts\.jsonl at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
     const res = await fetch(`${match[1]}/`);
@@ -37,7 +38,7 @@ test('gym view A B serves the comparison and says where; a third file is a usage
   let stdout = '';
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
-    await waitFor(() => /\n/.test(stdout) || gym.child.exitCode !== null, 'the URL line');
+    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, { what: 'the URL line' });
     const match = /^Comparing .*rollouts\.jsonl \(A\) with .*rollouts\.jsonl \(B\) at (http:\/\/127\.0\.0\.1:\d+\/compare)\n/.exec(stdout);
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
     const res = await fetch(match[1]!);

@@ -7,7 +7,8 @@
 import { href, html, page, type SafeHtml } from './html.js';
 import { detailHref, formatNumber, formatReward, parsePageNumber, ViewRequestError } from './render-index.js';
 import { inputHtml, itemsHtml } from './render-rollout.js';
-import { RowReader, trajectoryOf, type RolloutIndex, type RowEntry } from './rollout-index.js';
+import { RowReader, type RolloutIndex, type RowEntry } from './rollout-index.js';
+import { trajectoryOf } from './trajectory.js';
 
 export type Verdict = 'improved' | 'regressed' | 'unchanged' | 'only-a' | 'only-b';
 const VERDICTS: readonly Verdict[] = ['improved', 'regressed', 'unchanged', 'only-a', 'only-b'];

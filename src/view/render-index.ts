@@ -5,7 +5,8 @@
  */
 import { runCharts } from './charts.js';
 import { href, html, page, type SafeHtml } from './html.js';
-import { describeSteps, RowReader, STATUSES, trajectoryOf, type RolloutIndex, type RowEntry, type Status } from './rollout-index.js';
+import { RowReader, STATUSES, type RolloutIndex, type RowEntry, type Status } from './rollout-index.js';
+import { describeSteps, trajectoryOf } from './trajectory.js';
 import type { RunStatus } from './status-file.js';
 
 export interface IndexQuery {

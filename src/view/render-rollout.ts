@@ -1,8 +1,10 @@
 /** The detail page of one rollout: its task input, every trajectory item in order, usage, reward, error, raw row. */
 import { isPlainObject } from '../config/types.js';
+import type { Row } from '../runfiles/row.js';
 import { href, html, page, type SafeHtml } from './html.js';
 import { detailHref, formatReward } from './render-index.js';
-import { describeSteps, itemType, responseOf, trajectoryOf, type RolloutIndex, type Row, type RowEntry } from './rollout-index.js';
+import type { RolloutIndex, RowEntry } from './rollout-index.js';
+import { describeSteps, itemType, responseOf, trajectoryOf } from './trajectory.js';
 
 /** JSON text shown indented when it parses as an object or array; anything else as written. */
 function prettyJsonText(text: string): string {

@@ -2,23 +2,22 @@
  * The viewer's index of a run: `<stem>.jsonl` and its `_failures.jsonl` sidecar, tailed. Each refresh reads only
  * the bytes appended since the last one (a torn last line is left for the next refresh, a file that shrank or was
  * replaced is indexed again from the start), and keeps per row only its byte range and a few numbers in growable
- * typed-array columns (~60 bytes a row), never the row itself: whole rows are read back on demand, so a run of a
- * million rows costs tens of megabytes whatever its trajectories weigh. Step latencies are folded into fixed-size
- * histograms as rows are indexed.
+ * typed-array columns (~60 bytes a row), never the row itself: whole rows are read back on demand (`RowReader`),
+ * so a run of a million rows costs tens of megabytes whatever its trajectories weigh. What the pages make of a row
+ * read back is in ./trajectory.ts.
  */
-import { open, stat } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { isPlainObject } from '../config/types.js';
 import { isBlank, parseLine, readRawLines } from '../runfiles/jsonl.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import { failuresPathFor } from '../runfiles/paths.js';
+import type { Row } from '../runfiles/row.js';
 import { skimRow, type Skimmed } from './skim.js';
 
 export type Source = 'main' | 'failures';
 export type Status = 'ok' | 'failed' | 'failed-terminal';
 export const STATUSES: readonly Status[] = ['ok', 'failed', 'failed-terminal'];
 const SOURCES: readonly Source[] = ['main', 'failures'];
-
-export type Row = Record<string, unknown>;
 
 /** One indexed row, materialized from the columns for a page. */
 export interface RowEntry {
@@ -59,13 +58,13 @@ export interface RunCounts {
 }
 
 /** A file's identity for "has it changed since we indexed it": undefined when it does not exist. */
-export interface FileStamp {
+interface FileStamp {
   size: number;
   mtimeMs: number;
   ino: number;
 }
 
-export async function stampOf(path: string): Promise<FileStamp | undefined> {
+async function stampOf(path: string): Promise<FileStamp | undefined> {
   try {
     const info = await stat(path);
     return { size: info.size, mtimeMs: info.mtimeMs, ino: info.ino };
@@ -385,56 +384,6 @@ function emptyTail(): TailState {
   return { stamp: undefined, offset: 0, lineNo: 0, torn: undefined };
 }
 
-/** Index the rollouts file and, when it exists, its failures sidecar. The rollouts file must exist. */
-export async function indexRun(rolloutsPath: string): Promise<RolloutIndex> {
-  const index = new RolloutIndex(rolloutsPath);
-  await index.refresh();
-  return index;
-}
-
-/**
- * The response a row's trajectory and usage come from: a success's `response`; for a failure, the partial
- * trajectory `_ng_partial_response` (absent when no step returned), since its `response` is only a placeholder.
- */
-export function responseOf(row: Row): Row | undefined {
-  const isFailure = row._ng_failure_class !== undefined && row._ng_failure_class !== null;
-  const response = isFailure ? row._ng_partial_response : row.response;
-  return isPlainObject(response) ? response : undefined;
-}
-
-export function trajectoryOf(row: Row): unknown[] {
-  const output = responseOf(row)?.output;
-  return Array.isArray(output) ? output : [];
-}
-
-/** An item's kind: its `type`, or `message` for the short `{role, content}` form. */
-export function itemType(item: unknown): string {
-  if (!isPlainObject(item)) return 'unknown';
-  if (typeof item.type === 'string') return item.type;
-  return typeof item.role === 'string' ? 'message' : 'unknown';
-}
-
-const NOUNS: Record<string, [string, string]> = {
-  function_call: ['call', 'calls'],
-  function_call_output: ['output', 'outputs'],
-  message: ['message', 'messages'],
-  reasoning: ['reasoning', 'reasoning'],
-};
-
-export function describeSteps(items: readonly unknown[]): string {
-  const counts = new Map<string, number>();
-  for (const item of items) {
-    const type = itemType(item);
-    counts.set(type, (counts.get(type) ?? 0) + 1);
-  }
-  return [...counts]
-    .map(([type, n]) => {
-      const nouns = NOUNS[type];
-      return `${n} ${nouns ? nouns[n === 1 ? 0 : 1] : type}`;
-    })
-    .join(' · ');
-}
-
 /** The file changed under the index (rewritten, truncated): the caller re-indexes. */
 export class StaleIndexError extends Error {
   constructor(path: string, line: number) {
@@ -445,7 +394,7 @@ export class StaleIndexError extends Error {
 
 /** Reads indexed rows back from their files, sharing one open handle per file. */
 export class RowReader {
-  private readonly handles = new Map<Source, Promise<import('node:fs/promises').FileHandle>>();
+  private readonly handles = new Map<Source, Promise<FileHandle>>();
 
   constructor(private readonly index: RolloutIndex) {}
 

@@ -1,6 +1,6 @@
 /**
- * Test support for the collection commands: run the real CLI (`node bin/gym.js …`) as a child process, read the
- * JSONL it writes, and wait on conditions (never on the clock).
+ * Test support for the collection commands: run the real CLI (`node bin/gym.js …`) as a child process and read
+ * the JSONL it writes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -75,15 +75,6 @@ export function readJsonl(file: string): Array<Record<string, unknown>> {
 export function lineCount(file: string): number {
   if (!existsSync(file)) return 0;
   return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').length;
-}
-
-/** Resolves once `check()` holds, polling briefly; rejects naming `what` after `timeoutMs`. */
-export async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** `(task, rollout)` keys of rows, as sorted `t:r` strings. */

@@ -133,15 +133,6 @@ export function processesWithMarker(marker: string): number[] {
   return found;
 }
 
-/** Wait (bounded) until `check` holds, re-checking every 25 ms; for conditions no event announces (a foreign pid exiting). */
-export async function eventually(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /** A loopback port held by another listener, for the "port already in use" tests. */
 export function occupyPort(): Promise<{ port: number; close(): Promise<void> }> {
   return new Promise((resolve) => {

@@ -7,8 +7,10 @@
  */
 import path from 'node:path';
 import { findFreePort } from '../../src/config/index.js';
+import { normalizeInput } from '../../src/service/index.js';
 import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
 import { spawnGym, tempDir, type RunningGym } from './cli.js';
+import { gate } from './wait.js';
 
 export interface GatedRun {
   gym: RunningGym;
@@ -41,7 +43,7 @@ export function counterEvalArgs(serviceUrl: string, headPort: number, output: st
 
 /** The numbers a counter task asks to add ("add 1 then add 2 …"). */
 export function addendsOf(call: ServiceCall): number[] {
-  return [...String(call.body.input[0].content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
+  return [...String(normalizeInput(call.body.input)[0]!.content).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
 }
 
 /** The counter tasks' solver: increment by each addend, read the count, answer it. */
@@ -56,15 +58,13 @@ export function solveCounterTask(call: ServiceCall): unknown {
 }
 
 export async function startGatedRun(extraArgs: readonly string[] = []): Promise<GatedRun> {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  let reached!: () => void;
-  const held = new Promise<void>((resolve) => (reached = resolve));
+  const release = gate();
+  const reached = gate();
   const service = await startScriptedService(async (call) => {
     // Task 0 of example.jsonl is "add 1 then add 2 …"; its first step waits for the gate.
     if (addendsOf(call)[0] === 1 && toolOutputsIn(call.body.input).length === 0) {
-      reached();
-      await gate;
+      reached.open();
+      await release.opened;
     }
     return solveCounterTask(call);
   });
@@ -74,5 +74,5 @@ export async function startGatedRun(extraArgs: readonly string[] = []): Promise<
     [...counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), '--concurrency', '2', ...extraArgs],
     { cwd: dir },
   );
-  return { gym, dir, rolloutsPath, statusPath: path.join(dir, 'out', 'rollouts_status.json'), service, release, held };
+  return { gym, dir, rolloutsPath, statusPath: path.join(dir, 'out', 'rollouts_status.json'), service, release: release.open, held: reached.opened };
 }

@@ -4,8 +4,9 @@
  * that remembers every request it got (path, body, cookies). Nothing is mocked; every hop is HTTP.
  */
 import { z } from 'zod';
+import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 import { request } from '../../src/http/client.js';
-import { HttpError, type App, type Listening } from '../../src/http/server.js';
+import type { App, Listening } from '../../src/http/server.js';
 import {
   createResourcesServer,
   tool,
@@ -14,21 +15,52 @@ import {
   type VerifyRequest,
   type VerifyResult,
 } from '../../src/server/resources-server.js';
+import type { Row } from '../../src/runfiles/row.js';
+import { normalizeInput, type ConversationItem } from '../../src/service/index.js';
 import { startScriptedService, type ScriptedService, type ServiceCall, type ServiceScript } from '../../src/testing/index.js';
 import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from '../../responses_api_agents/remote_agent/app.js';
 import { parseRemoteAgentConfig } from '../../responses_api_agents/remote_agent/config.js';
-
-export type Row = Record<string, any>;
+import { gate, type Gate } from './wait.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
 
-import { COUNTER_TOOLS } from '../../src/counter/tools.js';
+/** The Responses object in a `/run` result: the trajectory, and what the tests compare of the rest. */
+export interface ResultResponse extends Row {
+  id: string;
+  model: string;
+  output: ConversationItem[];
+  usage?: unknown;
+}
 
-export { COUNTER_TOOLS };
+/**
+ * What `/run` answers, as the tests read it: the row's own fields plus the reward and the trajectory, and on a
+ * failure the reason, the partial trajectory and the failure stamps.
+ */
+export interface RunResult extends Row {
+  reward: number;
+  response: ResultResponse;
+  error?: string;
+  _ng_failure_class?: string;
+  _ng_failure_terminal?: boolean;
+  _ng_partial_response?: ResultResponse;
+  _ng_step_latency_secs?: number[];
+}
+
+/** What the agent answers when a `/v1/responses` or `/aggregate_metrics` call fails. */
+export interface AgentErrorBody {
+  error: string;
+  /** `retryable` or `terminal` (on `/v1/responses`). */
+  error_class?: string;
+}
+
+/** A dataset row: the create-params of its rollout (a conversation and the tools), and whatever else it carries. */
+export interface DatasetRow extends Row {
+  responses_create_params: { input: ConversationItem[]; tools: readonly unknown[] };
+}
 
 /** A row in the dataset's shape: create-params, an answer key, and dataset extras. */
-export function basicRow(text = 'what is 6 x 7?', extra: Row = {}): Row {
+export function basicRow(text = 'what is 6 x 7?', extra: Row = {}): DatasetRow {
   return {
     responses_create_params: { input: [{ role: 'user', content: text }], tools: COUNTER_TOOLS },
     verifier_metadata: { expected_answer: '42' },
@@ -43,7 +75,8 @@ export function basicRow(text = 'what is 6 x 7?', extra: Row = {}): Row {
 
 export interface EnvRequest {
   path: string;
-  body: any;
+  /** The parsed JSON body (its text when it is not JSON). */
+  body: unknown;
   cookies: Record<string, string>;
 }
 
@@ -53,7 +86,7 @@ export interface RecordingEnvOptions {
   /** Called on seed; throw an HttpError to fail it. */
   seed?: (row: Row) => void;
   /** Extra tools besides increment_counter / get_counter_value. */
-  tools?: Record<string, Tool<any>>;
+  tools?: Record<string, Tool>;
   /** Extra `Set-Cookie` values to add to the reply of a path, e.g. `{'/increment_counter': ['tool_session=t1']}`. */
   setCookies?: Record<string, string[]>;
 }
@@ -140,10 +173,14 @@ export interface Harness {
   env: RecordingEnv;
   /** Every line the agent logged. */
   logs: string[];
-  /** POST /run; asserts nothing about the status, returns it with the JSON body. */
-  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; setCookies: string[] }>;
+  /**
+   * POST to the agent; asserts nothing about the status, returns it with the parsed body (its text when it is not
+   * JSON). `Reply` names what the route answers: a `RunResult` from `/run`, a `ResultResponse` from `/v1/responses`,
+   * an `AgentErrorBody` from a failure; it is not checked.
+   */
+  post<Reply = unknown>(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: Reply; setCookies: string[] }>;
   /** POST /run and return the row (fails the test when the status is not 200). */
-  run(row: unknown): Promise<Row>;
+  run(row: unknown): Promise<RunResult>;
   close(): Promise<void>;
 }
 
@@ -167,7 +204,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   });
   const listening = await agent.app.listen(0);
 
-  const post: Harness['post'] = async (path, body, headers = {}) => {
+  const post = async <Reply>(path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await request(`${listening.url}${path}`, {
       method: 'POST',
       jsonText: typeof body === 'string' ? body : JSON.stringify(body),
@@ -180,7 +217,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     } catch {
       parsed = res.text();
     }
-    return { status: res.status, body: parsed, setCookies: res.setCookies };
+    return { status: res.status, body: parsed as Reply, setCookies: res.setCookies };
   };
 
   return {
@@ -191,9 +228,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     logs,
     post,
     async run(row) {
-      const res = await post('/run', row);
+      const res = await post<RunResult>('/run', row);
       if (res.status !== 200) throw new Error(`/run answered ${res.status}: ${JSON.stringify(res.body)}`);
-      return res.body as Row;
+      return res.body;
     },
     async close() {
       await Promise.all([listening.close(), service.close(), env.close()]);
@@ -205,29 +242,21 @@ function isScriptedService(value: unknown): value is ScriptedService {
   return typeof value === 'object' && value !== null && 'calls' in value && 'url' in value;
 }
 
-/** Fail a verify with a status (for /verify failure cases). */
-export function failWith(status: number, detail: string): never {
-  throw new HttpError(status, detail);
+/** The `type`s of a conversation's items (a string is one message), for compact trajectory assertions. */
+export function typesOf(items: string | readonly ConversationItem[]): string[] {
+  return normalizeInput(items).map((item) => item.type ?? 'message');
 }
 
-/** The `type`s of a list of items, for compact trajectory assertions. */
-export function typesOf(items: readonly any[]): string[] {
-  return items.map((item) => item.type ?? 'message');
-}
-
-/** A gate per service call: the call waits until the test opens it. */
-export function gates() {
-  const opens = new Map<number, () => void>();
-  const waits = new Map<number, Promise<void>>();
-  const gateOf = (index: number): Promise<void> => {
-    if (!waits.has(index)) waits.set(index, new Promise<void>((resolve) => opens.set(index, resolve)));
-    return waits.get(index)!;
+/** A gate per service call: the call waits until the test opens it (a gate may be opened before its call comes). */
+export function gates(): { wait(call: ServiceCall): Promise<void>; open(index: number): void } {
+  const byCall = new Map<number, Gate>();
+  const gateOf = (index: number): Gate => {
+    let held = byCall.get(index);
+    if (!held) byCall.set(index, (held = gate()));
+    return held;
   };
   return {
-    wait: (call: ServiceCall) => gateOf(call.index),
-    open: (index: number) => {
-      void gateOf(index);
-      opens.get(index)!();
-    },
+    wait: (call) => gateOf(call.index).opened,
+    open: (index) => gateOf(index).open(),
   };
 }

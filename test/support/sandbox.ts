@@ -1,6 +1,6 @@
 /**
  * Helpers the shell environment's tests share: whether this machine can run the sandboxes at all (root, bwrap),
- * the processes that run under a uid or mention a path, mount points under a dir, and polling with a deadline.
+ * the processes that run under a uid or mention a path, and mount points under a dir.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -34,16 +34,6 @@ export function mountsUnder(dir: string): string[] {
     .split('\n')
     .map((line) => line.split(' ')[4] ?? '')
     .filter((point) => point === dir || point.startsWith(`${dir}/`));
-}
-
-/** Poll `condition` until it holds or `timeoutMs` passes; returns whether it held. */
-export async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await condition()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }
 
 /** Whether a process runs exactly `command` (its argv joined by spaces). */

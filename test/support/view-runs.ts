@@ -1,9 +1,8 @@
 /** Rows shaped like the collector's output, for the viewer's tests. */
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Row } from '../../src/runfiles/row.js';
 import { tempDir, writeJsonl } from './cli.js';
-
-type Row = Record<string, unknown>;
 
 function params(text: string): Row {
   return {

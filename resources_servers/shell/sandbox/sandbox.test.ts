@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import { openSandboxHost, type SandboxHost } from './host.js';
 import type { LimitName } from './limits.js';
 import type { Sandbox } from './sandbox.js';
-import { eventually, mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
+import { mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
+import { eventually } from '../../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
 const MIB = 1024 * 1024;
@@ -64,7 +65,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
 
     test("a session sees neither another session's files nor its processes, nor the host's", async () => {
       const longRunning = a.runCommand('sleep 3; echo done');
-      await eventually(() => pidsOfUid(a.uid).length >= 3, 5000);
+      // A head start only, as before: what follows holds whether or not the sleep is up in time.
+      await eventually(() => pidsOfUid(a.uid).length >= 3, { what: "a's sleep runs", timeoutMs: 5000, intervalMs: 50 }).catch(() => undefined);
       const view = await b.runCommand("ps -e -o pid=,comm= ; find / -name secret.txt -not -path '/proc/*' 2>/dev/null; ls /work");
       assert.doesNotMatch(view.stdout, /sleep|secret\.txt/);
       assert.match(view.stdout, /notes/);
@@ -76,14 +78,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('no process outlives its command', async () => {
       const result = await a.runCommand('(sleep 30 &) ; nohup sleep 30 >/dev/null 2>&1 & echo started');
       assert.equal(result.stdout, 'started\n');
-      assert.ok(await eventually(() => pidsOfUid(a.uid).length === 0, 3000), 'background processes are killed with the command');
+      await eventually(() => pidsOfUid(a.uid).length === 0, { what: 'background processes are killed with the command', timeoutMs: 3000, intervalMs: 50 });
     });
   });
 
   describe('containment', () => {
     test('a fork bomb hits the processes limit while another session keeps answering', async () => {
       const bomb = a.runCommand('b(){ b|b& }; b; sleep 2', { timeoutSecs: 5 });
-      await eventually(() => pidsOfUid(a.uid).length >= 10, 3000);
+      // A head start only, as before: what follows holds whether or not the bomb has grown this far in time.
+      await eventually(() => pidsOfUid(a.uid).length >= 10, { what: 'the bomb has 10 processes', timeoutMs: 3000, intervalMs: 50 }).catch(() => undefined);
       const started = performance.now();
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
@@ -92,7 +95,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       const result = await bomb;
       assert.equal(result.limit_exceeded, 'processes');
       assert.match(result.stderr, /processes limit \(24 processes per session\)/);
-      assert.ok(await eventually(() => pidsOfUid(a.uid).length === 0, 3000), 'the bomb is gone after the command');
+      await eventually(() => pidsOfUid(a.uid).length === 0, { what: 'the bomb is gone after the command', timeoutMs: 3000, intervalMs: 50 });
     });
 
     test('a memory hog hits the memory limit while another session keeps answering', async () => {
@@ -210,13 +213,14 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('destroy kills what runs, unmounts and removes the work dir', async () => {
       const sandbox = await host.create({ 'x.txt': 'x' });
       const running = sandbox.runCommand('sleep 30');
-      await eventually(() => pidsOfUid(sandbox.uid).length >= 2, 3000);
+      // A head start only, as before: what follows holds whether or not the sleep is up in time.
+      await eventually(() => pidsOfUid(sandbox.uid).length >= 2, { what: 'the sleep runs', timeoutMs: 3000, intervalMs: 50 }).catch(() => undefined);
       assert.equal(mountsUnder(sandbox.dir).length, 1);
       await sandbox.destroy();
       await running;
       assert.equal(existsSync(sandbox.dir), false);
       assert.deepEqual(mountsUnder(sandbox.dir), []);
-      assert.ok(await eventually(() => pidsOfUid(sandbox.uid).length === 0, 3000));
+      await eventually(() => pidsOfUid(sandbox.uid).length === 0, { what: "the sandbox's processes are gone", timeoutMs: 3000, intervalMs: 50 });
       await assert.rejects(sandbox.runCommand('true'), /destroyed/);
     });
 
@@ -229,11 +233,11 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       writeFileSync(path.join(dead, 'left.txt'), 'left behind');
       // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
       const straggler = spawn('setpriv', ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '60'], { stdio: 'ignore' });
-      assert.ok(await eventually(() => pidsOfUid(strayUid).length === 1, 3000));
+      await eventually(() => pidsOfUid(strayUid).length === 1, { what: 'the straggler runs as its uid', timeoutMs: 3000, intervalMs: 50 });
       const second = await openSandboxHost({ baseDir: dir });
       try {
         assert.equal(second.staleRemoved, 1);
-        assert.ok(await eventually(() => straggler.signalCode === 'SIGKILL', 3000), "the dead owner's straggler is killed");
+        await eventually(() => straggler.signalCode === 'SIGKILL', { what: "the dead owner's straggler is killed", timeoutMs: 3000, intervalMs: 50 });
         assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
         assert.deepEqual(readdirSync(dir), [path.basename(second.ownerDir)]);
         const third = await openSandboxHost({ baseDir: dir });

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { findFreePort, installRoot, loadGlobalConfig } from '../../config/index.js';
+import { isPlainObject } from '../../config/types.js';
 import { UsageError } from '../../errors.js';
+import type { Row } from '../../runfiles/row.js';
 import type { ParsedCommand } from '../argv.js';
 import {
   DEFAULT_QUICKSTART_ENVIRONMENT,
@@ -139,8 +141,9 @@ async function firstTrajectory(file: string): Promise<Trajectory | undefined> {
   try {
     for await (const line of lines) {
       if (!line.trim()) continue;
-      const row = JSON.parse(line) as Record<string, any>;
-      const items: Array<Record<string, any>> = Array.isArray(row.response?.output) ? row.response.output : [];
+      const row = JSON.parse(line) as Row;
+      const output = isPlainObject(row.response) ? row.response.output : undefined;
+      const items = Array.isArray(output) ? (output as TrajectoryItem[]) : [];
       return {
         task: row._ng_task_index,
         reward: row.reward,
@@ -154,7 +157,16 @@ async function firstTrajectory(file: string): Promise<Trajectory | undefined> {
   }
 }
 
-function describeItem(item: Record<string, any>): string {
+/** A trajectory item as written in the rollouts file: only the fields the summary prints. */
+interface TrajectoryItem {
+  type?: unknown;
+  name?: unknown;
+  arguments?: unknown;
+  output?: unknown;
+  content?: unknown;
+}
+
+function describeItem(item: TrajectoryItem): string {
   switch (item.type) {
     case 'function_call':
       return `function_call         ${item.name}(${item.arguments})`;
@@ -162,7 +174,7 @@ function describeItem(item: Record<string, any>): string {
       return `function_call_output  ${typeof item.output === 'string' ? item.output : JSON.stringify(item.output)}`;
     case 'message': {
       const content = Array.isArray(item.content)
-        ? item.content.map((part: Record<string, any>) => part.text ?? part.refusal ?? '').join('')
+        ? (item.content as Array<{ text?: unknown; refusal?: unknown }>).map((part) => part.text ?? part.refusal ?? '').join('')
         : String(item.content ?? '');
       return `message               ${JSON.stringify(content)}`;
     }
