@@ -23,7 +23,8 @@ export interface Baseline {
 
 function git(args: string[]): string {
   const result = spawnSync('git', ['-C', REPO, ...args], { encoding: 'utf8', timeout: 60_000, maxBuffer: 1 << 20 });
-  if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${(result.stderr || result.error?.message || '').trim()}`);
+  if (result.status !== 0)
+    throw new Error(`git ${args.join(' ')} failed: ${(result.stderr || result.error?.message || '').trim()}`);
   return result.stdout.trim();
 }
 
@@ -35,11 +36,19 @@ export function buildBaseline(rev: string = BASELINE_COMMIT, log: (line: string)
   log(`  building the baseline ${commit.slice(0, 12)} in ${root} (once)`);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
-  const archive = spawnSync('sh', ['-c', `git -C "$1" archive "$2" | tar -x -C "$3"`, 'sh', REPO, commit, root], { encoding: 'utf8', timeout: 120_000 });
+  const archive = spawnSync('sh', ['-c', `git -C "$1" archive "$2" | tar -x -C "$3"`, 'sh', REPO, commit, root], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   if (archive.status !== 0) throw new Error(`exporting ${commit} failed: ${archive.stderr.trim()}`);
   symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'), 'dir');
-  const tsc = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')], { encoding: 'utf8', timeout: 300_000 });
-  if (tsc.status !== 0) throw new Error(`compiling the baseline ${commit} failed:\n${(tsc.stdout + tsc.stderr).slice(-2000)}`);
+  const tsc = spawnSync(
+    process.execPath,
+    [path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')],
+    { encoding: 'utf8', timeout: 300_000 },
+  );
+  if (tsc.status !== 0)
+    throw new Error(`compiling the baseline ${commit} failed:\n${(tsc.stdout + tsc.stderr).slice(-2000)}`);
   writeFileSync(builtMarker, `${commit}\n`);
   return { commit, root };
 }

@@ -28,7 +28,11 @@ export interface FloorResult {
 
 const pool = new Agent({ keepAliveTimeout: 15_000, headersTimeout: 0, bodyTimeout: 0 });
 
-async function post(url: string, body: string, cookie: string | undefined): Promise<{ text: string; cookie: string | undefined }> {
+async function post(
+  url: string,
+  body: string,
+  cookie: string | undefined,
+): Promise<{ text: string; cookie: string | undefined }> {
   const res = await request(url, {
     method: 'POST',
     body,
@@ -48,7 +52,11 @@ async function rollout(line: string, options: FloorOptions): Promise<number> {
   const items: any[] = [];
   let last: any;
   for (let step = 0; step < 1000; step++) {
-    const reply = await post(`${options.serviceUrl}/v1/responses`, JSON.stringify({ ...params, input: [...params.input, ...items] }), serviceCookie);
+    const reply = await post(
+      `${options.serviceUrl}/v1/responses`,
+      JSON.stringify({ ...params, input: [...params.input, ...items] }),
+      serviceCookie,
+    );
     serviceCookie = reply.cookie;
     last = JSON.parse(reply.text);
     items.push(...last.output);
@@ -60,13 +68,20 @@ async function rollout(line: string, options: FloorOptions): Promise<number> {
       items.push({ type: 'function_call_output', call_id: call.call_id, output: tool.text });
     }
   }
-  const verified = await post(`${options.envUrl}/verify`, JSON.stringify({ ...row, response: { ...last, output: items } }), envCookie);
+  const verified = await post(
+    `${options.envUrl}/verify`,
+    JSON.stringify({ ...row, response: { ...last, output: items } }),
+    envCookie,
+  );
   return JSON.parse(verified.text).reward;
 }
 
 async function runFloorHere(options: FloorOptions): Promise<FloorResult> {
   const started = performance.now();
-  const lines = readFileSync(options.inputPath, 'utf8').split('\n').filter((line) => line !== '').slice(0, options.rollouts);
+  const lines = readFileSync(options.inputPath, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .slice(0, options.rollouts);
   let next = 0;
   let rewardSum = 0;
   const worker = async (): Promise<void> => {
@@ -96,7 +111,9 @@ export async function runFloor(options: FloorOptions, timeoutMs: number): Promis
 
 if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
-    options: Object.fromEntries(['envUrl', 'serviceUrl', 'inputPath', 'rollouts', 'concurrency'].map((key) => [key, { type: 'string' }])),
+    options: Object.fromEntries(
+      ['envUrl', 'serviceUrl', 'inputPath', 'rollouts', 'concurrency'].map((key) => [key, { type: 'string' }]),
+    ),
   }) as { values: Record<string, string> };
   const result = await runFloorHere({
     envUrl: values.envUrl!,

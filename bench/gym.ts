@@ -74,13 +74,24 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
   writeFileSync(configPath, configYaml(options));
   const headPort = await freePort();
   const env = options.profileDir
-    ? { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${PROBE}`].filter(Boolean).join(' '), TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir }
+    ? {
+        ...process.env,
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${PROBE}`].filter(Boolean).join(' '),
+        TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir,
+      }
     : process.env;
   const root = options.root ?? REPO;
   const spawnedAt = performance.now();
   const child = start(
     process.execPath,
-    [gymBin(root), 'env', 'start', `+config_paths=[${configPath}]`, `++head_server.port=${headPort}`, `++nemo_gym_log_dir=${path.join(options.workDir, 'logs')}`],
+    [
+      gymBin(root),
+      'env',
+      'start',
+      `+config_paths=[${configPath}]`,
+      `++head_server.port=${headPort}`,
+      `++nemo_gym_log_dir=${path.join(options.workDir, 'logs')}`,
+    ],
     { cwd: root, env },
   );
   const tail = captureTail(child);
@@ -104,7 +115,11 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
     pids,
     urls: { agent: agent.url, environment: environment.url },
     startupMs,
-    sample: () => ({ supervisor: sampleProc(pids.supervisor), agent: sampleProc(pids.agent), environment: sampleProc(pids.environment) }),
+    sample: () => ({
+      supervisor: sampleProc(pids.supervisor),
+      agent: sampleProc(pids.agent),
+      environment: sampleProc(pids.environment),
+    }),
     stop: () => stop(child, 10_000),
   };
 }
@@ -169,14 +184,21 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     ...(options.extraArgs ?? []),
   ];
   const spawnedAt = performance.now();
-  const env = { ...process.env, TSGYM_BENCH_PROBE: probeFile, ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}) };
+  const env = {
+    ...process.env,
+    TSGYM_BENCH_PROBE: probeFile,
+    ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}),
+  };
   const child = start(process.execPath, args, { cwd: options.root ?? REPO, env });
   const tail = captureTail(child);
   let capped = false;
-  const cap = options.capMs === undefined ? undefined : setTimeout(() => {
-    capped = true;
-    child.kill('SIGTERM');
-  }, options.capMs);
+  const cap =
+    options.capMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          capped = true;
+          child.kill('SIGTERM');
+        }, options.capMs);
   let code: number | null;
   try {
     code = await waitForExit(child, options.timeoutMs, 'gym eval run');

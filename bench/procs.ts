@@ -77,7 +77,10 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: num
     const onExit = (): void =>
       finish(() => reject(new Error(`process exited before printing ${pattern}; last lines:\n${tail.join('\n')}`)));
     const timer = setTimeout(
-      () => finish(() => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${tail.join('\n')}`))),
+      () =>
+        finish(() =>
+          reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${tail.join('\n')}`)),
+        ),
       timeoutMs,
     );
     const finish = (settle: () => void): void => {
@@ -97,7 +100,13 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: num
 export function captureTail(child: ChildProcess, keep = 30): () => string {
   let lines: string[] = [];
   const onData = (chunk: Buffer): void => {
-    lines = [...lines, ...chunk.toString('utf8').split('\n').filter((line) => line.trim() !== '')].slice(-keep);
+    lines = [
+      ...lines,
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    ].slice(-keep);
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
@@ -110,7 +119,8 @@ export async function waitForExit(child: ChildProcess, timeoutMs: number, what: 
   const timer = setTimeout(() => kill(child, 'SIGKILL'), timeoutMs);
   try {
     const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
-    if (signal === 'SIGKILL') throw new Error(`${what} did not finish within ${Math.round(timeoutMs / 1000)} s and was killed`);
+    if (signal === 'SIGKILL')
+      throw new Error(`${what} did not finish within ${Math.round(timeoutMs / 1000)} s and was killed`);
     return code;
   } finally {
     clearTimeout(timer);

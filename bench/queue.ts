@@ -32,7 +32,16 @@ interface RunningWorker {
 async function startWorker(redis: RedisProcess, gym: RunningGym, id: string): Promise<RunningWorker> {
   const child = start(
     process.execPath,
-    [GYM, 'worker', '--queue', redis.url, '--concurrency', String(WORKER_CONCURRENCY), `++head_server.port=${gym.headPort}`, `+worker_id=${id}`],
+    [
+      GYM,
+      'worker',
+      '--queue',
+      redis.url,
+      '--concurrency',
+      String(WORKER_CONCURRENCY),
+      `++head_server.port=${gym.headPort}`,
+      `+worker_id=${id}`,
+    ],
     { cwd: REPO },
   );
   await waitForLine(child, /connected to redis:/, 30_000);
@@ -40,10 +49,26 @@ async function startWorker(redis: RedisProcess, gym: RunningGym, id: string): Pr
 }
 
 let runs = 0;
-async function collectAll(ctx: BenchContext, gym: RunningGym, input: string, rollouts: number, concurrency: number, extraArgs: string[] = []): Promise<CollectResult> {
-  const run = await collect({ headPort: gym.headPort, inputPath: input, outputDir: path.join(ctx.workDir, `queue-run-${++runs}`), concurrency, timeoutMs: RUN_TIMEOUT_MS, extraArgs });
+async function collectAll(
+  ctx: BenchContext,
+  gym: RunningGym,
+  input: string,
+  rollouts: number,
+  concurrency: number,
+  extraArgs: string[] = [],
+): Promise<CollectResult> {
+  const run = await collect({
+    headPort: gym.headPort,
+    inputPath: input,
+    outputDir: path.join(ctx.workDir, `queue-run-${++runs}`),
+    concurrency,
+    timeoutMs: RUN_TIMEOUT_MS,
+    extraArgs,
+  });
   if (run.completed !== rollouts || run.firstReward !== 1) {
-    throw new Error(`expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed`);
+    throw new Error(
+      `expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed`,
+    );
   }
   return run;
 }
@@ -51,8 +76,13 @@ async function collectAll(ctx: BenchContext, gym: RunningGym, input: string, rol
 const sum = (values: Iterable<number>): number => [...values].reduce((a, b) => a + b, 0);
 
 /** CPU of the given processes over `work`, plus the collector's own reading. */
-async function measured(pids: Record<string, number>, work: () => Promise<CollectResult>): Promise<{ run: CollectResult; byProcess: Record<string, number> }> {
-  const before: Record<string, ProcSample> = Object.fromEntries(Object.entries(pids).map(([key, pid]) => [key, sampleProc(pid)]));
+async function measured(
+  pids: Record<string, number>,
+  work: () => Promise<CollectResult>,
+): Promise<{ run: CollectResult; byProcess: Record<string, number> }> {
+  const before: Record<string, ProcSample> = Object.fromEntries(
+    Object.entries(pids).map(([key, pid]) => [key, sampleProc(pid)]),
+  );
   const run = await work();
   const byProcess: Record<string, number> = { collector: run.collector.cpuMs };
   for (const [key, pid] of Object.entries(pids)) byProcess[key] = delta(before[key]!, sampleProc(pid)).cpuMs;
@@ -60,7 +90,11 @@ async function measured(pids: Record<string, number>, work: () => Promise<Collec
 }
 
 function envPids(gym: RunningGym, tag: string): Record<string, number> {
-  return { [`supervisor${tag}`]: gym.pids.supervisor, [`agent${tag}`]: gym.pids.agent, [`environment${tag}`]: gym.pids.environment };
+  return {
+    [`supervisor${tag}`]: gym.pids.supervisor,
+    [`agent${tag}`]: gym.pids.agent,
+    [`environment${tag}`]: gym.pids.environment,
+  };
 }
 
 export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> {
@@ -71,7 +105,13 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
   try {
     await ctx.service.configure(INSTANT);
     for (const tag of ['a', 'b']) {
-      gyms.push(await startGym({ serviceUrl: ctx.service.url, concurrency: 4 * WORKER_CONCURRENCY, workDir: path.join(ctx.workDir, `env-queue-${tag}`) }));
+      gyms.push(
+        await startGym({
+          serviceUrl: ctx.service.url,
+          concurrency: 4 * WORKER_CONCURRENCY,
+          workDir: path.join(ctx.workDir, `env-queue-${tag}`),
+        }),
+      );
     }
     const [gymA, gymB] = gyms as [RunningGym, RunningGym];
     redis = await startRedis();
@@ -96,9 +136,19 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
       );
       direct.push(sum(Object.values(plain.byProcess)) / CPU_ROLLOUTS);
       queued.push(sum(Object.values(viaQueue.byProcess)) / CPU_ROLLOUTS);
-      directSplit.push(Object.entries(plain.byProcess).map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`).join(', '));
-      split.push(Object.entries(viaQueue.byProcess).map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`).join(', '));
-      ctx.log(`  round ${i + 1}: CPU ms/rollout direct ${direct[i]!.toFixed(3)} (${directSplit[i]}), queue ${queued[i]!.toFixed(3)} (${split[i]})`);
+      directSplit.push(
+        Object.entries(plain.byProcess)
+          .map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`)
+          .join(', '),
+      );
+      split.push(
+        Object.entries(viaQueue.byProcess)
+          .map(([key, ms]) => `${key} ${(ms / CPU_ROLLOUTS).toFixed(3)}`)
+          .join(', '),
+      );
+      ctx.log(
+        `  round ${i + 1}: CPU ms/rollout direct ${direct[i]!.toFixed(3)} (${directSplit[i]}), queue ${queued[i]!.toFixed(3)} (${split[i]})`,
+      );
     }
     const directMs = sum(direct) / CPU_ROUNDS;
     const queueMs = sum(queued) / CPU_ROUNDS;
@@ -115,8 +165,10 @@ export async function queueScaleOut(ctx: BenchContext): Promise<ScenarioReport> 
     const two = await collectAll(ctx, gymA, latencyInput, LATENCY_ROLLOUTS, deepWindow, queueArgs);
     const rateOne = one.progressRate ?? LATENCY_ROLLOUTS / (one.wallMs / 1000);
     const rateTwo = two.progressRate ?? LATENCY_ROLLOUTS / (two.wallMs / 1000);
-    const ideal = 1000 / (LATENCY.steps * LATENCY.delayMs) * WORKER_CONCURRENCY;
-    ctx.log(`  latency-bound: 1 worker ${rateOne.toFixed(1)} rollouts/s, 2 workers ${rateTwo.toFixed(1)} rollouts/s (ideal per worker ${ideal.toFixed(0)}/s)`);
+    const ideal = (1000 / (LATENCY.steps * LATENCY.delayMs)) * WORKER_CONCURRENCY;
+    ctx.log(
+      `  latency-bound: 1 worker ${rateOne.toFixed(1)} rollouts/s, 2 workers ${rateTwo.toFixed(1)} rollouts/s (ideal per worker ${ideal.toFixed(0)}/s)`,
+    );
     return {
       figures: [
         atMost(name, 'queue CPU ms per rollout over direct (collector+worker+redis)', overheadMs, 0.3, {

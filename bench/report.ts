@@ -19,12 +19,38 @@ export interface ScenarioReport {
   notes: string[];
 }
 
-export function atLeast(name: string, figure: string, value: number, target: number, context?: Figure['context']): Figure {
-  return { name, figure, value: round(value), target: `>= ${target}`, met: value >= target, ...(context ? { context } : {}) };
+export function atLeast(
+  name: string,
+  figure: string,
+  value: number,
+  target: number,
+  context?: Figure['context'],
+): Figure {
+  return {
+    name,
+    figure,
+    value: round(value),
+    target: `>= ${target}`,
+    met: value >= target,
+    ...(context ? { context } : {}),
+  };
 }
 
-export function atMost(name: string, figure: string, value: number, target: number, context?: Figure['context']): Figure {
-  return { name, figure, value: round(value), target: `<= ${target}`, met: value <= target, ...(context ? { context } : {}) };
+export function atMost(
+  name: string,
+  figure: string,
+  value: number,
+  target: number,
+  context?: Figure['context'],
+): Figure {
+  return {
+    name,
+    figure,
+    value: round(value),
+    target: `<= ${target}`,
+    met: value <= target,
+    ...(context ? { context } : {}),
+  };
 }
 
 export function round(value: number, digits = 3): number {
@@ -32,7 +58,10 @@ export function round(value: number, digits = 3): number {
 }
 
 export function printTable(figures: readonly Figure[], out: (line: string) => void): void {
-  const rows = [['Scenario', 'Figure', 'Value', 'Target', 'Met'], ...figures.map((f) => [f.name, f.figure, String(f.value), f.target, f.met ? 'yes' : 'NO'])];
+  const rows = [
+    ['Scenario', 'Figure', 'Value', 'Target', 'Met'],
+    ...figures.map((f) => [f.name, f.figure, String(f.value), f.target, f.met ? 'yes' : 'NO']),
+  ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   const line = (row: string[]): string => `| ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
   out(line(rows[0]!));

@@ -31,18 +31,36 @@ import { shellSandboxes } from './shell.js';
 const RESULTS = path.join(REPO, 'bench', 'results');
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
-const SCENARIOS: Array<{ id: string; title: string; run: (ctx: BenchContext, only: Set<string>) => Promise<ScenarioReport[]> }> = [
-  { id: '1', title: '1. overhead vs floor (+ 5. memory vs input length)', run: (ctx, only) => overheadAndMemory(ctx, { withMemory: only.has('5') }) },
+const SCENARIOS: Array<{
+  id: string;
+  title: string;
+  run: (ctx: BenchContext, only: Set<string>) => Promise<ScenarioReport[]>;
+}> = [
+  {
+    id: '1',
+    title: '1. overhead vs floor (+ 5. memory vs input length)',
+    run: (ctx, only) => overheadAndMemory(ctx, { withMemory: only.has('5') }),
+  },
   { id: '2', title: '2. latency-bound scale', run: async (ctx) => [await latencyBound(ctx)] },
   { id: '3', title: '3. big trajectories', run: async (ctx) => [await bigTrajectories(ctx)] },
   { id: '4', title: '4. start-up', run: async (ctx) => [await startUp(ctx)] },
   { id: '6', title: '6. shell sandboxes', run: async (ctx) => [await shellSandboxes(ctx)] },
-  { id: '7', title: '7. queue scale-out (direct vs gym worker through Redis)', run: async (ctx) => [await queueScaleOut(ctx)] },
-  { id: '8', title: '8. CPU and memory vs the pinned baseline', run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))] },
+  {
+    id: '7',
+    title: '7. queue scale-out (direct vs gym worker through Redis)',
+    run: async (ctx) => [await queueScaleOut(ctx)],
+  },
+  {
+    id: '8',
+    title: '8. CPU and memory vs the pinned baseline',
+    run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))],
+  },
 ];
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { only: { type: 'string' }, profile: { type: 'boolean' }, baseline: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { only: { type: 'string' }, profile: { type: 'boolean' }, baseline: { type: 'string' } },
+  });
   const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8')).split(',').map((id) => id.trim()));
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
@@ -55,7 +73,13 @@ async function main(): Promise<number> {
   const notes: string[] = [];
   try {
     const service = await startService({ steps: 4, itemBytes: 0, delayMs: 0 });
-    const ctx: BenchContext = { workDir, service, log, baselineRev: values.baseline ?? BASELINE_COMMIT, ...(profileDir ? { profileDir } : {}) };
+    const ctx: BenchContext = {
+      workDir,
+      service,
+      log,
+      baselineRev: values.baseline ?? BASELINE_COMMIT,
+      ...(profileDir ? { profileDir } : {}),
+    };
     for (const scenario of SCENARIOS) {
       if (!only.has(scenario.id) && !(scenario.id === '1' && only.has('5'))) continue;
       log(`== ${scenario.title}`);
@@ -68,7 +92,14 @@ async function main(): Promise<number> {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         log(`  FAILED: ${message}`);
-        figures.push({ name: scenario.title, figure: 'did not complete', value: Number.NaN, target: 'completes', met: false, context: { error: message.slice(0, 2000) } });
+        figures.push({
+          name: scenario.title,
+          figure: 'did not complete',
+          value: Number.NaN,
+          target: 'completes',
+          met: false,
+          context: { error: message.slice(0, 2000) },
+        });
       }
       log(`  (${((Date.now() - scenarioStart) / 1000).toFixed(0)} s)`);
     }
@@ -82,7 +113,9 @@ async function main(): Promise<number> {
     writeFileSync(path.join(RESULTS, 'profile-summary.txt'), `${summary.join('\n')}\n`);
     log('');
     for (const line of summary) log(line);
-    log(`\nProfiles: ${profileDir} (open in Chrome DevTools → Performance); summary: bench/results/profile-summary.txt`);
+    log(
+      `\nProfiles: ${profileDir} (open in Chrome DevTools → Performance); summary: bench/results/profile-summary.txt`,
+    );
     return 0;
   }
 
@@ -91,13 +124,23 @@ async function main(): Promise<number> {
   printTable(figures, log);
   log('');
   for (const note of notes) log(note);
-  log(`\n${os.cpus().length} CPUs, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${durationS.toFixed(0)} s in all`);
+  log(
+    `\n${os.cpus().length} CPUs, node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}; ${durationS.toFixed(0)} s in all`,
+  );
   // A partial run (--only) must not replace the full results the docs quote.
   const resultsFile = values.only === undefined ? 'latest.json' : 'partial.json';
   writeResults(path.join(RESULTS, resultsFile), {
     scenarios: figures,
     notes,
-    machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', node: process.version, load_average: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      cpu_model: os.cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      load_average: os.loadavg(),
+    },
     finished_at: new Date().toISOString(),
     duration_s: Math.round(durationS),
   });

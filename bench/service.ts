@@ -30,11 +30,17 @@ const OUTPUT_SLOT = '__BENCH_OUTPUT__';
 /** The answer to each step of a rollout, encoded ahead of time except for the rollout's own numbers. */
 function planAnswers(options: ServiceOptions): (a: number, b: number, step: number) => string {
   // The envelope is encoded once; each answer only encodes its own output items.
-  const [head, tail] = JSON.stringify(responseObject([OUTPUT_SLOT])).split(JSON.stringify(OUTPUT_SLOT)) as [string, string];
-  const reasoning = options.itemBytes > 0 ? `${JSON.stringify(reasoningItem('r'.repeat(options.itemBytes), 'rs_bench'))},` : '';
+  const [head, tail] = JSON.stringify(responseObject([OUTPUT_SLOT])).split(JSON.stringify(OUTPUT_SLOT)) as [
+    string,
+    string,
+  ];
+  const reasoning =
+    options.itemBytes > 0 ? `${JSON.stringify(reasoningItem('r'.repeat(options.itemBytes), 'rs_bench'))},` : '';
   const answer = (items: unknown): string => `${head}${reasoning}${JSON.stringify(items).slice(1, -1)}${tail}`;
   const final = answer([assistantMessage('done', 'msg_bench')]);
-  const reads = Array.from({ length: options.steps }, (_, step) => answer([functionCall('get_counter_value', {}, `call_${step}`)]));
+  const reads = Array.from({ length: options.steps }, (_, step) =>
+    answer([functionCall('get_counter_value', {}, `call_${step}`)]),
+  );
   return (a, b, step) => {
     if (step >= options.steps - 1) return final;
     if (step === 0) return answer([functionCall('increment_counter', { count: a }, 'call_0')]);
@@ -121,7 +127,14 @@ export interface RunningService {
 
 /** Start the service process and wait for its address. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
-  const args = ['--steps', String(options.steps), '--item-bytes', String(options.itemBytes), '--delay-ms', String(options.delayMs)];
+  const args = [
+    '--steps',
+    String(options.steps),
+    '--item-bytes',
+    String(options.itemBytes),
+    '--delay-ms',
+    String(options.delayMs),
+  ];
   const child = start(process.execPath, [fileURLToPath(import.meta.url), ...args]);
   const [, url] = await waitForLine(child, /^listening on (\S+)/, 10_000);
   return {
@@ -132,7 +145,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       return (await res.json()) as ServiceStats;
     },
     async configure(next) {
-      const res = await fetch(`${url}/configure`, { method: 'POST', body: JSON.stringify(next), signal: AbortSignal.timeout(10_000) });
+      const res = await fetch(`${url}/configure`, {
+        method: 'POST',
+        body: JSON.stringify(next),
+        signal: AbortSignal.timeout(10_000),
+      });
       if (res.status !== 204) throw new Error(`the bench service refused its configuration (HTTP ${res.status})`);
     },
   };

@@ -18,7 +18,9 @@ export async function shellSandboxes(ctx: BenchContext): Promise<ScenarioReport>
   const ROUNDS = 40;
   // The bench's scratch dir is private (mkdtemp); the sandboxes' uids must be able to enter it to reach their work dirs.
   chmodSync(ctx.workDir, 0o711);
-  const running = await createShellServer(shellSettings({ sandbox_base_dir: path.join(ctx.workDir, 'shell-sandboxes') }, 'shell'));
+  const running = await createShellServer(
+    shellSettings({ sandbox_base_dir: path.join(ctx.workDir, 'shell-sandboxes') }, 'shell'),
+  );
   const listening = await running.server.app.listen(0, '127.0.0.1');
   try {
     const jar = new CookieJar();
@@ -55,7 +57,10 @@ export async function shellSandboxes(ctx: BenchContext): Promise<ScenarioReport>
     return {
       figures: [
         atMost(name, 'sandbox create + destroy (ms, median)', life, 50, { rounds: ROUNDS }),
-        atMost(name, 'run_command round trip over HTTP (ms, median)', http, 150, { in_process_ms: round(inproc, 1), spawn_true_ms: round(bare, 1) }),
+        atMost(name, 'run_command round trip over HTTP (ms, median)', http, 150, {
+          in_process_ms: round(inproc, 1),
+          spawn_true_ms: round(bare, 1),
+        }),
         atMost(name, 'HTTP run_command ÷ in-process runCommand', http / inproc, 1.5),
       ],
       notes: [

@@ -22,17 +22,40 @@ function row(i: number, failed: boolean): string {
     output.push({ type: 'function_call', call_id: `c${s}`, name: 'increment_counter', arguments: `{"count":${s}}` });
     output.push({ type: 'function_call_output', call_id: `c${s}`, output: `{"count":${s + 3}}` });
   }
-  output.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `The count is ${task}.` }] });
-  const response = { id: `resp_${i}`, object: 'response', model: 'bench', status: 'completed', output, usage: { input_tokens: 200 + (i % 97), output_tokens: 40 + (i % 13), total_tokens: 240 + (i % 97) + (i % 13) } };
+  output.push({
+    type: 'message',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: `The count is ${task}.` }],
+  });
+  const response = {
+    id: `resp_${i}`,
+    object: 'response',
+    model: 'bench',
+    status: 'completed',
+    output,
+    usage: { input_tokens: 200 + (i % 97), output_tokens: 40 + (i % 13), total_tokens: 240 + (i % 97) + (i % 13) },
+  };
   const base = {
-    responses_create_params: { input: [{ role: 'user', content: `add ${task} then get the count` }], tools: [{ type: 'function', name: 'increment_counter', parameters: { type: 'object' } }] },
+    responses_create_params: {
+      input: [{ role: 'user', content: `add ${task} then get the count` }],
+      tools: [{ type: 'function', name: 'increment_counter', parameters: { type: 'object' } }],
+    },
     _ng_task_index: task,
     _ng_rollout_index: i % 4,
     agent_ref: { name: 'remote_agent' },
   };
   // Only failure rows carry step latencies (success rows are the verify response plus stamps, C4).
   const latencies = Array.from({ length: steps }, (_, s) => ((i * 7 + s * 13) % 900) / 1000 + 0.05);
-  if (failed) return JSON.stringify({ ...base, reward: 0, response: { id: 'remote_agent_failure', object: 'response', output: [] }, error: 'HTTP 500: service exploded', _ng_failure_class: 'remote_agent_error', _ng_partial_response: response, _ng_step_latency_secs: latencies });
+  if (failed)
+    return JSON.stringify({
+      ...base,
+      reward: 0,
+      response: { id: 'remote_agent_failure', object: 'response', output: [] },
+      error: 'HTTP 500: service exploded',
+      _ng_failure_class: 'remote_agent_error',
+      _ng_partial_response: response,
+      _ng_step_latency_secs: latencies,
+    });
   return JSON.stringify({ ...base, response, reward: (i % 3) / 2 });
 }
 
@@ -62,17 +85,23 @@ async function timed(url: string): Promise<{ ms: number; status: number; bytes: 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rows: { type: 'string' }, dir: { type: 'string' }, keep: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { rows: { type: 'string' }, dir: { type: 'string' }, keep: { type: 'boolean' } },
+  });
   const rows = Number(values.rows ?? 1_000_000);
   const dir = values.dir ?? mkdtempSync(path.join(os.tmpdir(), 'tsgym-view-big-'));
   const file = path.join(dir, 'rollouts.jsonl');
   if (!existsSync(file)) {
     const started = performance.now();
     await writeRun(file, rows);
-    process.stdout.write(`wrote ${rows} rows (${Math.round(statSync(file).size / 1e6)} MB + sidecar) in ${Math.round(performance.now() - started)} ms\n`);
+    process.stdout.write(
+      `wrote ${rows} rows (${Math.round(statSync(file).size / 1e6)} MB + sidecar) in ${Math.round(performance.now() - started)} ms\n`,
+    );
   }
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(REPO, 'bin', 'gym.js'), 'view', file, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(REPO, 'bin', 'gym.js'), 'view', file, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stdout = '';
   child.stdout.setEncoding('utf8');
   const url = await new Promise<string>((resolve, reject) => {

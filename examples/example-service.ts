@@ -22,7 +22,11 @@ export interface StartedService {
   close(): Promise<void>;
 }
 
-export async function serveExample(decide: Decide, brainName: string, options: ExampleServiceOptions = {}): Promise<StartedService> {
+export async function serveExample(
+  decide: Decide,
+  brainName: string,
+  options: ExampleServiceOptions = {},
+): Promise<StartedService> {
   const service = await serve(decide, {
     port: options.port ?? 0,
     host: options.host ?? '127.0.0.1',

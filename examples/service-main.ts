@@ -29,5 +29,6 @@ export async function runExampleService<Switch extends string = never>(
   const given = Object.fromEntries(switches.map((name) => [name, parsed[name] === true])) as Record<Switch, boolean>;
   const service = await start({ port, host: values.host, ...given });
   process.stdout.write(`${service.brainName} listening on ${service.url}\n`);
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void service.close().then(() => process.exit(0)));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => void service.close().then(() => process.exit(0)));
 }

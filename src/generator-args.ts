@@ -10,7 +10,11 @@ export interface GeneratorFlags {
   switches: Set<string>;
 }
 
-export function readGeneratorFlags(argv: readonly string[], valued: readonly string[], switches: readonly string[] = []): GeneratorFlags {
+export function readGeneratorFlags(
+  argv: readonly string[],
+  valued: readonly string[],
+  switches: readonly string[] = [],
+): GeneratorFlags {
   const flags: GeneratorFlags = { values: new Map(), switches: new Set() };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;

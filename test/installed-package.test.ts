@@ -7,7 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,7 +34,12 @@ interface Outcome {
 }
 
 /** Run a command to its end, its output collected (a hung command is killed after `timeoutMs`). */
-function run(command: string, args: readonly string[], cwd: string, options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Outcome> {
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<Outcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env: options.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -87,7 +102,12 @@ function freePort(): Promise<number> {
 
 /** A ```ts block of the README (or a page under docs/) that imports `entry`, exactly as printed. */
 function printedExample(entry: string): string {
-  const pages = [path.join(REPO, 'README.md'), ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join(REPO, 'docs', f))];
+  const pages = [
+    path.join(REPO, 'README.md'),
+    ...readdirSync(path.join(REPO, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => path.join(REPO, 'docs', f)),
+  ];
   for (const page of pages) {
     for (const match of readFileSync(page, 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)) {
       const code = match[1] ?? '';
@@ -109,8 +129,13 @@ before(async () => {
   const packed = await run(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', root], REPO);
   assert.equal(packed.code, 0, explain(packed));
   tarball = path.join(root, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
-  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'my-evals', private: true, type: 'module' }));
-  const installed = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, { timeoutMs: 300_000 });
+  writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'my-evals', private: true, type: 'module' }),
+  );
+  const installed = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, {
+    timeoutMs: 300_000,
+  });
   assert.equal(installed.code, 0, explain(installed));
 });
 
@@ -121,16 +146,31 @@ after(() => {
 describe('the installed package', () => {
   it('ships what runs and nothing that only develops', () => {
     const pkg = path.join(project, 'node_modules', 'tsgym');
-    for (const file of ['dist/src/service/index.js', 'dist/src/service/index.d.ts', 'dist/src/environment/index.d.ts', 'bin/gym.js', 'counter_remote.yaml', 'resources_servers/shell/sandbox/launcher.py']) {
+    for (const file of [
+      'dist/src/service/index.js',
+      'dist/src/service/index.d.ts',
+      'dist/src/environment/index.d.ts',
+      'bin/gym.js',
+      'counter_remote.yaml',
+      'resources_servers/shell/sandbox/launcher.py',
+    ]) {
       assert.ok(existsSync(path.join(pkg, file)), `${file} is in the package`);
     }
     const listing = spawnSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).stdout.split('\n');
-    assert.deepEqual(listing.filter((entry) => /\.test\.|\/bench\/|\/test\/support\/|\.ts$/.test(entry) && !entry.endsWith('.d.ts')), []);
+    assert.deepEqual(
+      listing.filter((entry) => /\.test\.|\/bench\/|\/test\/support\/|\.ts$/.test(entry) && !entry.endsWith('.d.ts')),
+      [],
+    );
   });
 
   it("the README's service example runs as printed and passes gym agent check", async () => {
     writeFileSync(path.join(project, 'service.ts'), printedExample('tsgym/service'));
-    const service = await startListening(process.execPath, ['--import', 'tsx', 'service.ts'], project, cleanEnv({ PORT: '0' }));
+    const service = await startListening(
+      process.execPath,
+      ['--import', 'tsx', 'service.ts'],
+      project,
+      cleanEnv({ PORT: '0' }),
+    );
     try {
       const check = await run('npx', ['gym', 'agent', 'check', service.url], project);
       assert.equal(check.code, 0, explain(check));
@@ -147,7 +187,11 @@ describe('the installed package', () => {
       path.join(project, 'todo.yaml'),
       'todo_resources_server:\n  resources_servers:\n    todo:\n      entrypoint: app.py\n      domain: agent\n',
     );
-    const started = spawn('npx', ['gym', 'env', 'start', '+config_paths=[todo.yaml]', `++head_server.port=${await freePort()}`], { cwd: project, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(
+      'npx',
+      ['gym', 'env', 'start', '+config_paths=[todo.yaml]', `++head_server.port=${await freePort()}`],
+      { cwd: project, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     started.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     started.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -162,7 +206,10 @@ describe('the installed package', () => {
         });
         started.once('close', (code) => reject(new Error(`gym env start exited with ${code}:\n${output}`)));
       });
-      assert.match(output, new RegExp(`${path.join(project, 'resources_servers', 'todo').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      assert.match(
+        output,
+        new RegExp(`${path.join(project, 'resources_servers', 'todo').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+      );
     } finally {
       started.kill('SIGINT');
     }
@@ -170,29 +217,57 @@ describe('the installed package', () => {
 
   it('a scaffolded environment and a scaffolded service collect at mean reward 1.0 through gym eval run', async () => {
     const scaffolds = [
-      { args: ['new', 'environment', 'trivia'], solver: 'resources_servers/trivia/solver.ts', name: 'trivia', config: 'resources_servers/trivia/configs/trivia.yaml', data: 'resources_servers/trivia/data/example.jsonl' },
-      { args: ['new', 'service', 'my_agent'], solver: 'my_agent/service.ts', name: 'my_agent', config: 'my_agent/configs/my_agent.yaml', data: 'my_agent/data/example.jsonl' },
+      {
+        args: ['new', 'environment', 'trivia'],
+        solver: 'resources_servers/trivia/solver.ts',
+        name: 'trivia',
+        config: 'resources_servers/trivia/configs/trivia.yaml',
+        data: 'resources_servers/trivia/data/example.jsonl',
+      },
+      {
+        args: ['new', 'service', 'my_agent'],
+        solver: 'my_agent/service.ts',
+        name: 'my_agent',
+        config: 'my_agent/configs/my_agent.yaml',
+        data: 'my_agent/data/example.jsonl',
+      },
     ];
     for (const scaffold of scaffolds) {
       const written = await run('npx', ['gym', ...scaffold.args], project);
       assert.equal(written.code, 0, explain(written));
-      const service = await startListening(process.execPath, ['--import', 'tsx', scaffold.solver, '--port', '0'], project, cleanEnv());
+      const service = await startListening(
+        process.execPath,
+        ['--import', 'tsx', scaffold.solver, '--port', '0'],
+        project,
+        cleanEnv(),
+      );
       try {
         const output = `results/${scaffold.name}.jsonl`;
         const collected = await run(
           'npx',
           [
-            'gym', 'eval', 'run', `+config_paths=[${scaffold.config}]`, `+agent_name=${scaffold.name}_agent`,
-            `+input_jsonl_fpath=${scaffold.data}`, `+output_jsonl_fpath=${output}`,
+            'gym',
+            'eval',
+            'run',
+            `+config_paths=[${scaffold.config}]`,
+            `+agent_name=${scaffold.name}_agent`,
+            `+input_jsonl_fpath=${scaffold.data}`,
+            `+output_jsonl_fpath=${output}`,
             `++${scaffold.name}_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
             `++head_server.port=${await freePort()}`,
           ],
           project,
         );
         assert.equal(collected.code, 0, explain(collected));
-        const rows = readFileSync(path.join(project, output), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { reward: number });
+        const rows = readFileSync(path.join(project, output), 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { reward: number });
         assert.ok(rows.length > 0);
-        assert.deepEqual(rows.map((row) => row.reward), rows.map(() => 1));
+        assert.deepEqual(
+          rows.map((row) => row.reward),
+          rows.map(() => 1),
+        );
       } finally {
         service.stop();
       }
@@ -215,46 +290,64 @@ describe('the installed package', () => {
 /** Root can run the counter flow as a user it creates; anyone else already is such a user. */
 const asRoot = process.getuid?.() === 0;
 
-describe('the installed package as an unprivileged user', { skip: asRoot ? false : 'this suite runs as an unprivileged user already' }, () => {
-  const user = 'tsgym-test';
-  let home = '';
-  let uid = 0;
-  let gid = 0;
+describe(
+  'the installed package as an unprivileged user',
+  { skip: asRoot ? false : 'this suite runs as an unprivileged user already' },
+  () => {
+    const user = 'tsgym-test';
+    let home = '';
+    let uid = 0;
+    let gid = 0;
 
-  before(() => {
-    if (spawnSync('id', ['-u', user]).status !== 0) {
-      const added = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' });
-      assert.equal(added.status, 0, `useradd: ${added.stderr}`);
-    }
-    uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout.trim());
-    gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout.trim());
-    home = mkdtempSync(path.join(os.tmpdir(), 'tsgym-unprivileged-'));
-    cpSync(project, path.join(home, 'project'), { recursive: true, verbatimSymlinks: true });
-    spawnSync('chown', ['-R', `${uid}:${gid}`, home]);
-    chmodSync(home, 0o700);
-  });
-
-  after(() => {
-    if (home) rmSync(home, { recursive: true, force: true });
-  });
-
-  const asUser = (args: readonly string[], timeoutMs = 120_000) =>
-    run('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', process.execPath, path.join(home, 'project', 'node_modules', 'tsgym', 'bin', 'gym.js'), ...args], path.join(home, 'project'), {
-      timeoutMs,
-      env: cleanEnv({ HOME: home, USER: user }),
+    before(() => {
+      if (spawnSync('id', ['-u', user]).status !== 0) {
+        const added = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], {
+          encoding: 'utf8',
+        });
+        assert.equal(added.status, 0, `useradd: ${added.stderr}`);
+      }
+      uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout.trim());
+      gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout.trim());
+      home = mkdtempSync(path.join(os.tmpdir(), 'tsgym-unprivileged-'));
+      cpSync(project, path.join(home, 'project'), { recursive: true, verbatimSymlinks: true });
+      spawnSync('chown', ['-R', `${uid}:${gid}`, home]);
+      chmodSync(home, 0o700);
     });
 
-  it('the counter quickstart collects at mean reward 1.0', async () => {
-    const outcome = await asUser(['quickstart']);
-    assert.equal(outcome.code, 0, explain(outcome));
-    assert.match(outcome.stdout, /mean reward 1\.0, 0 failed, 0 missing/);
-  });
+    after(() => {
+      if (home) rmSync(home, { recursive: true, force: true });
+    });
 
-  it('the shell environment refuses to start in one paragraph saying it needs root, and runs nothing unsandboxed', async () => {
-    const outcome = await asUser(['quickstart', '--env', 'shell'], 240_000);
-    assert.notEqual(outcome.code, 0);
-    assert.match(outcome.stderr, /never runs commands unsandboxed: it must run as root/);
-    assert.doesNotMatch(outcome.stderr, /\n\s+at /, 'no stack trace');
-    assert.doesNotMatch(outcome.stdout, /mean reward/);
-  });
-});
+    const asUser = (args: readonly string[], timeoutMs = 120_000) =>
+      run(
+        'setpriv',
+        [
+          `--reuid=${uid}`,
+          `--regid=${gid}`,
+          '--clear-groups',
+          process.execPath,
+          path.join(home, 'project', 'node_modules', 'tsgym', 'bin', 'gym.js'),
+          ...args,
+        ],
+        path.join(home, 'project'),
+        {
+          timeoutMs,
+          env: cleanEnv({ HOME: home, USER: user }),
+        },
+      );
+
+    it('the counter quickstart collects at mean reward 1.0', async () => {
+      const outcome = await asUser(['quickstart']);
+      assert.equal(outcome.code, 0, explain(outcome));
+      assert.match(outcome.stdout, /mean reward 1\.0, 0 failed, 0 missing/);
+    });
+
+    it('the shell environment refuses to start in one paragraph saying it needs root, and runs nothing unsandboxed', async () => {
+      const outcome = await asUser(['quickstart', '--env', 'shell'], 240_000);
+      assert.notEqual(outcome.code, 0);
+      assert.match(outcome.stderr, /never runs commands unsandboxed: it must run as root/);
+      assert.doesNotMatch(outcome.stderr, /\n\s+at /, 'no stack trace');
+      assert.doesNotMatch(outcome.stdout, /mean reward/);
+    });
+  },
+);

@@ -1,5 +1,11 @@
 import { execFile, type ExecFileException } from 'node:child_process';
-import { parseJsonDecision, renderConversation, type Decide, type FunctionTool, type ConversationItem } from '../../src/service/index.js';
+import {
+  parseJsonDecision,
+  renderConversation,
+  type Decide,
+  type FunctionTool,
+  type ConversationItem,
+} from '../../src/service/index.js';
 
 /**
  * The Claude Code CLI as an agent's brain (the Claude Code example of docs/services.md, on the tsgym kit).
@@ -33,7 +39,9 @@ export interface ClaudeCliOptions {
 }
 
 export function buildPrompt(conversation: readonly ConversationItem[], tools: readonly FunctionTool[]): string {
-  return PROMPT.replace('{conversation}', () => renderConversation(conversation)).replace('{tools}', () => JSON.stringify(tools));
+  return PROMPT.replace('{conversation}', () => renderConversation(conversation)).replace('{tools}', () =>
+    JSON.stringify(tools),
+  );
 }
 
 export function claudeModel(options: ClaudeCliOptions = {}): string {
@@ -45,10 +53,14 @@ export function createClaudeCliDecide(options: ClaudeCliOptions = {}): Decide {
   const command = options.command ?? 'claude';
   const timeoutMs = options.timeoutMs ?? 300_000;
   return async (conversation, tools, ctx) => {
-    const stdout = await run(command, ['-p', buildPrompt(conversation, tools), '--output-format', 'json', '--model', model], {
-      timeoutMs,
-      signal: ctx.signal,
-    });
+    const stdout = await run(
+      command,
+      ['-p', buildPrompt(conversation, tools), '--output-format', 'json', '--model', model],
+      {
+        timeoutMs,
+        signal: ctx.signal,
+      },
+    );
     const envelope = parseEnvelope(stdout);
     return { ...parseJsonDecision(envelope.result), usage: envelope.usage };
   };
@@ -71,7 +83,11 @@ export function parseEnvelope(stdout: string): Envelope {
   } catch {
     throw new Error(`claude printed something that is not its JSON envelope: ${excerpt(stdout)}`);
   }
-  const { result, is_error: isError, usage } = (envelope ?? {}) as { result?: unknown; is_error?: unknown; usage?: Record<string, unknown> };
+  const {
+    result,
+    is_error: isError,
+    usage,
+  } = (envelope ?? {}) as { result?: unknown; is_error?: unknown; usage?: Record<string, unknown> };
   if (isError === true) throw new Error(`claude reported an error: ${excerpt(String(result ?? ''))}`);
   if (typeof result !== 'string') throw new Error(`claude's JSON envelope has no "result" text: ${excerpt(stdout)}`);
   const count = (key: string): number => {
@@ -100,7 +116,9 @@ function run(command: string, args: string[], options: { timeoutMs: number; sign
         if (!err) return resolve(stdout);
         const failure = err as ExecFileException;
         if (failure.code === 'ENOENT') {
-          return reject(new Error(`'${command}' is not on PATH: install Claude Code and log in (or set ANTHROPIC_API_KEY)`));
+          return reject(
+            new Error(`'${command}' is not on PATH: install Claude Code and log in (or set ANTHROPIC_API_KEY)`),
+          );
         }
         if (failure.killed && !options.signal.aborted) {
           return reject(new Error(`claude did not finish within ${options.timeoutMs / 1000} s`));

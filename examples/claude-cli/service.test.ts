@@ -31,7 +31,10 @@ describe('claude-cli service with a fake claude on PATH', () => {
     });
   };
   const invocations = (): string[][] =>
-    readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as string[]);
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as string[]);
 
   test('passes gym agent check, running `claude -p <prompt> --output-format json --model haiku` each call', async () => {
     const service = await start();
@@ -54,7 +57,10 @@ describe('claude-cli service with a fake claude on PATH', () => {
     try {
       const res = await request(`${service.url}/v1/responses`, {
         method: 'POST',
-        json: { input: 'add 1 then add 2 then get the count', tools: [{ type: 'function', name: 'increment_counter', parameters: {}, strict: true }] },
+        json: {
+          input: 'add 1 then add 2 then get the count',
+          tools: [{ type: 'function', name: 'increment_counter', parameters: {}, strict: true }],
+        },
         timeoutMs: 10_000,
       });
       assert.equal(res.status, 200, res.text());
@@ -63,7 +69,10 @@ describe('claude-cli service with a fake claude on PATH', () => {
       assert.equal(body.model, 'claude-cli (sonnet)');
       assert.deepEqual(
         body.output.map((item: Record<string, unknown>) => [item.type, item.name, item.arguments]),
-        [['function_call', 'increment_counter', '{"count":1}'], ['function_call', 'increment_counter', '{"count":2}']],
+        [
+          ['function_call', 'increment_counter', '{"count":1}'],
+          ['function_call', 'increment_counter', '{"count":2}'],
+        ],
       );
       assert.equal(body.usage.input_tokens_details.cached_tokens, 7);
       assert.ok(body.usage.input_tokens > 7, 'cache reads are part of the input tokens');
@@ -94,12 +103,21 @@ describe('claude-cli service with a fake claude on PATH', () => {
 
 test('the prompt is the quickstart prompt with the conversation and the tools filled in', () => {
   const prompt = buildPrompt(
-    [{ role: 'user', content: 'add 1 then add 2 then get the count' }, { type: 'function_call_output', call_id: 'c', output: '{"count":6}' }],
+    [
+      { role: 'user', content: 'add 1 then add 2 then get the count' },
+      { type: 'function_call_output', call_id: 'c', output: '{"count":6}' },
+    ],
     [{ type: 'function', name: 'get_counter_value', parameters: {} }],
   );
   assert.match(prompt, /^You are an agent solving a task by calling tools\./);
-  assert.match(prompt, /Task conversation so far:\n\[user\] add 1 then add 2 then get the count\n\[tool result\] \{"count":6\}\n/);
-  assert.match(prompt, /Tools you may ask for \(JSON schemas\):\n\[\{"type":"function","name":"get_counter_value","parameters":\{\}\}\]\n/);
+  assert.match(
+    prompt,
+    /Task conversation so far:\n\[user\] add 1 then add 2 then get the count\n\[tool result\] \{"count":6\}\n/,
+  );
+  assert.match(
+    prompt,
+    /Tools you may ask for \(JSON schemas\):\n\[\{"type":"function","name":"get_counter_value","parameters":\{\}\}\]\n/,
+  );
 });
 
 test('the envelope parser reads result and usage, and names an error envelope or non-JSON output', () => {
@@ -107,6 +125,9 @@ test('the envelope parser reads result and usage, and names an error envelope or
     result: '{}',
     usage: { inputTokens: 10, outputTokens: 3, cachedTokens: 0 },
   });
-  assert.throws(() => parseEnvelope('{"type":"result","is_error":true,"result":"Credit balance is too low"}'), /claude reported an error: Credit balance is too low/);
+  assert.throws(
+    () => parseEnvelope('{"type":"result","is_error":true,"result":"Credit balance is too low"}'),
+    /claude reported an error: Credit balance is too low/,
+  );
   assert.throws(() => parseEnvelope('Segmentation fault'), /not its JSON envelope: Segmentation fault/);
 });

@@ -10,7 +10,11 @@ import { serve } from '../../src/service/index.js';
 import { claudeModel, createClaudeCliDecide } from './brain.js';
 
 const { values } = parseArgs({
-  options: { port: { type: 'string', default: '9000' }, host: { type: 'string', default: '127.0.0.1' }, model: { type: 'string' } },
+  options: {
+    port: { type: 'string', default: '9000' },
+    host: { type: 'string', default: '127.0.0.1' },
+    model: { type: 'string' },
+  },
 });
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -18,6 +22,11 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 const model = claudeModel(values.model === undefined ? {} : { model: values.model });
-const service = await serve(createClaudeCliDecide({ model }), { port, host: values.host, brainName: `claude-cli (${model})` });
+const service = await serve(createClaudeCliDecide({ model }), {
+  port,
+  host: values.host,
+  brainName: `claude-cli (${model})`,
+});
 process.stdout.write(`claude-cli service (model ${model}) listening on ${service.url}\n`);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void service.close().then(() => process.exit(0)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => void service.close().then(() => process.exit(0)));

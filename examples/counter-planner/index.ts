@@ -40,7 +40,10 @@ function chooseBrain(options: CounterServiceOptions): { decide: Decide; brainNam
         brainName: `counter-planner (deterministic, no model${options.incremental ? ', incremental' : ''})`,
       };
     case 'claude':
-      return { decide: createClaudeCliDecide(options.claude), brainName: `claude-cli (${claudeModel(options.claude)})` };
+      return {
+        decide: createClaudeCliDecide(options.claude),
+        brainName: `claude-cli (${claudeModel(options.claude)})`,
+      };
     case 'openai':
       if (!options.openai) {
         throw new ConfigError(

@@ -1,15 +1,30 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
-import { assertAgentCheckPasses, DIST_EXAMPLES, runCounterRollouts, spawnService, trajectoryTypes } from '../../test/support/examples.js';
+import {
+  assertAgentCheckPasses,
+  DIST_EXAMPLES,
+  runCounterRollouts,
+  spawnService,
+  trajectoryTypes,
+} from '../../test/support/examples.js';
 import { createCounterPlanner, parseCounterTask, startCounterPlannerService } from './index.js';
 
 const INCREMENT: FunctionTool = { type: 'function', name: 'increment_counter', parameters: {} };
 const GET: FunctionTool = { type: 'function', name: 'get_counter_value', parameters: {} };
 const ctx = {} as DecideContext;
 const task: ConversationItem = { role: 'user', content: 'add 4 then add 5 then get the count' };
-const call = (id: string, name: string, args: unknown): ConversationItem => ({ type: 'function_call', call_id: id, name, arguments: JSON.stringify(args) });
-const result = (id: string, output: string): ConversationItem => ({ type: 'function_call_output', call_id: id, output });
+const call = (id: string, name: string, args: unknown): ConversationItem => ({
+  type: 'function_call',
+  call_id: id,
+  name,
+  arguments: JSON.stringify(args),
+});
+const result = (id: string, output: string): ConversationItem => ({
+  type: 'function_call_output',
+  call_id: id,
+  output,
+});
 
 describe('counter planner (deterministic, no model)', () => {
   test('reads the amounts out of the task text', () => {
@@ -26,17 +41,29 @@ describe('counter planner (deterministic, no model)', () => {
         { name: 'increment_counter', arguments: { count: 5 } },
       ],
     });
-    const afterIncrements = [task, call('a', 'increment_counter', { count: 4 }), call('b', 'increment_counter', { count: 5 }), result('a', '{"success":true}'), result('b', '{"success":true}')];
-    assert.deepEqual(await plan(afterIncrements, [INCREMENT, GET], ctx), { toolCalls: [{ name: 'get_counter_value', arguments: {} }] });
+    const afterIncrements = [
+      task,
+      call('a', 'increment_counter', { count: 4 }),
+      call('b', 'increment_counter', { count: 5 }),
+      result('a', '{"success":true}'),
+      result('b', '{"success":true}'),
+    ];
+    assert.deepEqual(await plan(afterIncrements, [INCREMENT, GET], ctx), {
+      toolCalls: [{ name: 'get_counter_value', arguments: {} }],
+    });
     const done = [...afterIncrements, call('c', 'get_counter_value', {}), result('c', '{"count":15}')];
     assert.deepEqual(await plan(done, [INCREMENT, GET], ctx), { final: '15' });
   });
 
   test('incremental: one increment per call', async () => {
     const plan = createCounterPlanner({ incremental: true });
-    assert.deepEqual(await plan([task], [INCREMENT, GET], ctx), { toolCalls: [{ name: 'increment_counter', arguments: { count: 4 } }] });
+    assert.deepEqual(await plan([task], [INCREMENT, GET], ctx), {
+      toolCalls: [{ name: 'increment_counter', arguments: { count: 4 } }],
+    });
     const afterOne = [task, call('a', 'increment_counter', { count: 4 }), result('a', '{"success":true}')];
-    assert.deepEqual(await plan(afterOne, [INCREMENT, GET], ctx), { toolCalls: [{ name: 'increment_counter', arguments: { count: 5 } }] });
+    assert.deepEqual(await plan(afterOne, [INCREMENT, GET], ctx), {
+      toolCalls: [{ name: 'increment_counter', arguments: { count: 5 } }],
+    });
   });
 
   test('asks only for declared tools', async () => {
@@ -80,7 +107,12 @@ describe('counter planner service', () => {
   });
 
   test('runs with one command: node dist/examples/counter-planner/service.js --port 0', async () => {
-    const service = await spawnService(process.execPath, [`${DIST_EXAMPLES}counter-planner/service.js`, '--port', '0', '--incremental']);
+    const service = await spawnService(process.execPath, [
+      `${DIST_EXAMPLES}counter-planner/service.js`,
+      '--port',
+      '0',
+      '--incremental',
+    ]);
     try {
       assert.match(service.output(), /counter-planner \(deterministic, no model, incremental\) listening on/);
       await assertAgentCheckPasses(service.url);

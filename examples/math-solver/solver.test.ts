@@ -28,14 +28,24 @@ async function playRollout(question: string, tools: FunctionTool[]) {
   for (let step = 0; step < 4; step++) {
     const decision = await solve(conversation, tools, ctx);
     if ('final' in decision) {
-      output.push({ type: 'message', id: `m${step}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: decision.final, annotations: [] }] });
+      output.push({
+        type: 'message',
+        id: `m${step}`,
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: decision.final, annotations: [] }],
+      });
       return { verdict: verifyMath(output, expectedOf(question), DEFAULT_MATH_CONFIG), steps: step + 1, output };
     }
     for (const [index, call] of decision.toolCalls.entries()) {
       const callId = `c${step}_${index}`;
       const args = call.arguments as { expression: string };
       const ask = { type: 'function_call', call_id: callId, name: call.name, arguments: JSON.stringify(args) };
-      const result = { type: 'function_call_output', call_id: callId, output: JSON.stringify(calculate(args.expression)) };
+      const result = {
+        type: 'function_call_output',
+        call_id: callId,
+        output: JSON.stringify(calculate(args.expression)),
+      };
       conversation.push(ask, result);
       output.push(ask, result);
     }
@@ -50,20 +60,31 @@ describe('math solver (deterministic, no model)', () => {
   for (const calculator of [true, false]) {
     it(`solves 600 generated rows (seed ${SEED}, calculator ${calculator ? 'declared' : 'not declared'}) and the verifier agrees on every one`, async () => {
       const rows = [...mathRows(600, SEED, { calculator })];
-      expectedByQuestion = new Map(rows.map((row) => [row.responses_create_params.input[0]!.content, row.expected_answer]));
+      expectedByQuestion = new Map(
+        rows.map((row) => [row.responses_create_params.input[0]!.content, row.expected_answer]),
+      );
       const reasons = new Set<string>();
       for (const row of rows) {
         const question = row.responses_create_params.input[0]!.content;
         const tools = (row.responses_create_params.tools ?? []) as FunctionTool[];
         const { verdict, steps } = await playRollout(question, tools);
-        assert.equal(verdict.reward, 1, `${row.task_type}: ${question} → ${verdict.extracted_answer} (${verdict.match_reason}), expected ${row.expected_answer}`);
+        assert.equal(
+          verdict.reward,
+          1,
+          `${row.task_type}: ${question} → ${verdict.extracted_answer} (${verdict.match_reason}), expected ${row.expected_answer}`,
+        );
         const usesCalculator = calculator && ['arithmetic', 'percent', 'word'].includes(row.task_type);
         assert.equal(verdict.calculator_calls, usesCalculator ? 1 : 0, question);
         assert.equal(steps, usesCalculator ? 2 : 1);
         reasons.add(`${verdict.extraction_strategy}/${verdict.match_reason}`);
       }
       // The answer formats vary on purpose: the run covers every extraction strategy it uses and every match kind.
-      for (const expected of ['boxed/string_equal', 'boxed/symbolic_equal', 'answer_line/string_equal', 'hashes/numeric_equal']) {
+      for (const expected of [
+        'boxed/string_equal',
+        'boxed/symbolic_equal',
+        'answer_line/string_equal',
+        'hashes/numeric_equal',
+      ]) {
         assert.ok(reasons.has(expected), `${expected} in ${[...reasons].join(', ')}`);
       }
     });
@@ -75,7 +96,9 @@ describe('math solver (deterministic, no model)', () => {
     assert.deepEqual(await solve([{ role: 'user', content: question }], [CALCULATOR_TOOL as FunctionTool], ctx), {
       toolCalls: [{ name: 'calculator', arguments: { expression: '(1 + 2) * 3 - 4' } }],
     });
-    assert.deepEqual(await solve([{ role: 'user', content: question }], [], ctx), { final: '(1 + 2) * 3 - 4 = 5, so the answer is \\boxed{5}.' });
+    assert.deepEqual(await solve([{ role: 'user', content: question }], [], ctx), {
+      final: '(1 + 2) * 3 - 4 = 5, so the answer is \\boxed{5}.',
+    });
     const unknown = await solve([{ role: 'user', content: 'Prove Fermat’s last theorem.' }], [], ctx);
     assert.match((unknown as { final: string }).final, /cannot solve this question/);
     assert.equal(planMathTask('What is the airspeed of a swallow?'), undefined);
@@ -88,7 +111,9 @@ describe('math solver (deterministic, no model)', () => {
       { type: 'function_call', call_id: 'c1', name: 'calculator', arguments: '{"expression":"15 / 100 * 240"}' },
       { type: 'function_call_output', call_id: 'c1', output: '{"error":"busy"}' },
     ];
-    assert.deepEqual(await createMathSolver()(conversation, [CALCULATOR_TOOL as FunctionTool], ctx), { final: '15% of 240 is 36.\n\nAnswer: 36' });
+    assert.deepEqual(await createMathSolver()(conversation, [CALCULATOR_TOOL as FunctionTool], ctx), {
+      final: '15% of 240 is 36.\n\nAnswer: 36',
+    });
   });
 });
 
@@ -98,7 +123,10 @@ describe('math solver service', () => {
     try {
       const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(EXAMPLE_ROWS) });
       const failing = report.checks.filter((check) => check.status === 'fail' || check.status === 'warn');
-      assert.deepEqual(failing.map((check) => `${check.name}: ${check.detail}`), []);
+      assert.deepEqual(
+        failing.map((check) => `${check.name}: ${check.detail}`),
+        [],
+      );
       assert.ok(report.checks.some((check) => check.name === 'row-probes' && check.status === 'pass'));
     } finally {
       await service.close();

@@ -28,7 +28,10 @@ export function planMathTask(question: string): Plan | undefined {
   let match = /Compute (\([\d\s+]+\)\s*\*\s*\d+\s*-\s*\d+)\./.exec(question);
   if (match) {
     const expression = match[1]!;
-    return { calculation: expression, finalText: (value) => `${expression} = ${value}, so the answer is \\boxed{${value}}.` };
+    return {
+      calculation: expression,
+      finalText: (value) => `${expression} = ${value}, so the answer is \\boxed{${value}}.`,
+    };
   }
   match = /What is (\d+\/\d+ [+-] \d+\/\d+)\?/.exec(question);
   if (match) {
@@ -38,7 +41,10 @@ export function planMathTask(question: string): Plan | undefined {
   match = /What is (\d+(?:\.\d+)?)% of (\d+(?:\.\d+)?)\?/.exec(question);
   if (match) {
     const [percent, base] = [match[1]!, match[2]!];
-    return { calculation: `${percent} / 100 * ${base}`, finalText: (value) => `${percent}% of ${base} is ${value}.\n\nAnswer: ${value}` };
+    return {
+      calculation: `${percent} / 100 * ${base}`,
+      finalText: (value) => `${percent}% of ${base} is ${value}.\n\nAnswer: ${value}`,
+    };
   }
   match = /Solve for x: (-?\d+)x ([+-]) (\d+) = (-?\d+)\./.exec(question);
   if (match) {
@@ -55,7 +61,11 @@ export function planMathTask(question: string): Plan | undefined {
     return { finalText: () => `Multiplying out term by term gives \\boxed{${expanded}}.` };
   }
   const word = wordProblem(question);
-  if (word) return { calculation: word, finalText: (value) => `Working it through: ${word} = ${value}.\n#### ${withThousands(value)}` };
+  if (word)
+    return {
+      calculation: word,
+      finalText: (value) => `Working it through: ${word} = ${value}.\n#### ${withThousands(value)}`,
+    };
   return undefined;
 }
 
@@ -98,11 +108,15 @@ export function createMathSolver(): Decide {
       };
     }
     if (plan.calculation === undefined) return { final: plan.finalText('') };
-    const asked = toolHistory(conversation).filter((call) => call.name === 'calculator' && call.output !== undefined).pop();
+    const asked = toolHistory(conversation)
+      .filter((call) => call.name === 'calculator' && call.output !== undefined)
+      .pop();
     if (!asked && tools.some((tool) => tool.name === 'calculator')) {
       return { toolCalls: [{ name: 'calculator', arguments: { expression: plan.calculation } }] };
     }
-    return { final: plan.finalText(calculatorResult(asked?.output) ?? formatNumber(numeric.evaluate(plan.calculation))) };
+    return {
+      final: plan.finalText(calculatorResult(asked?.output) ?? formatNumber(numeric.evaluate(plan.calculation))),
+    };
   };
 }
 

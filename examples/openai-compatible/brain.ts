@@ -35,7 +35,13 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
   const api = options.api ?? 'chat';
   const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   const call = async (path: string, body: unknown, signal: AbortSignal): Promise<Record<string, any>> => {
-    const res = await request(`${base}${path}`, { method: 'POST', json: body, headers, timeoutMs: options.timeoutMs ?? 600_000, signal });
+    const res = await request(`${base}${path}`, {
+      method: 'POST',
+      json: body,
+      headers,
+      timeoutMs: options.timeoutMs ?? 600_000,
+      signal,
+    });
     if (res.status < 200 || res.status >= 300) {
       throw new Error(`the model server answered HTTP ${res.status} at ${base}${path}: ${excerpt(res.text())}`);
     }
@@ -44,7 +50,11 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
 
   return async (conversation, tools, ctx) => {
     if (api === 'responses') {
-      const reply = await call('/responses', { model: options.model, input: toResponsesInput(conversation), tools }, ctx.signal);
+      const reply = await call(
+        '/responses',
+        { model: options.model, input: toResponsesInput(conversation), tools },
+        ctx.signal,
+      );
       return fromResponsesReply(reply);
     }
     const body: Record<string, unknown> = { model: options.model, messages: toChatMessages(conversation) };
@@ -116,7 +126,10 @@ export function fromChatReply(reply: Record<string, any>): Decision {
   const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as ChatToolCall[]) : [];
   if (calls.length > 0) {
     // The model's argument text goes out verbatim: if it is malformed, Gym returns an error the model can read.
-    return { toolCalls: calls.map((call) => ({ name: call.function.name, arguments: call.function.arguments || '{}' })), usage };
+    return {
+      toolCalls: calls.map((call) => ({ name: call.function.name, arguments: call.function.arguments || '{}' })),
+      usage,
+    };
   }
   return { final: typeof message.content === 'string' ? message.content : '', usage };
 }
@@ -139,7 +152,10 @@ export function fromResponsesReply(reply: Record<string, any>): Decision {
   };
   const calls = output.filter((item) => item.type === 'function_call');
   if (calls.length > 0) {
-    return { toolCalls: calls.map((call) => ({ name: String(call.name), arguments: String(call.arguments ?? '{}') })), usage };
+    return {
+      toolCalls: calls.map((call) => ({ name: String(call.name), arguments: String(call.arguments ?? '{}') })),
+      usage,
+    };
   }
   const text = output
     .filter((item) => item.type === 'message')

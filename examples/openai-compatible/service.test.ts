@@ -11,7 +11,13 @@ import { createOpenAiDecide, toChatMessages } from './brain.js';
 const TASK = {
   input: [{ role: 'user', content: 'add 1 then add 2 then get the count' }],
   tools: [
-    { type: 'function', name: 'increment_counter', description: 'Add to the counter', parameters: { type: 'object', properties: { count: { type: 'integer' } } }, strict: true },
+    {
+      type: 'function',
+      name: 'increment_counter',
+      description: 'Add to the counter',
+      parameters: { type: 'object', properties: { count: { type: 'integer' } } },
+      strict: true,
+    },
     { type: 'function', name: 'get_counter_value', parameters: { type: 'object', properties: {} }, strict: true },
   ],
 };
@@ -26,8 +32,16 @@ describe('openai-compatible service against a fake model server', () => {
     model.requests.length = 0;
   });
 
-  const withService = async (options: { api?: 'chat' | 'responses'; model?: string }, body: (service: RunningService) => Promise<void>) => {
-    const decide = createOpenAiDecide({ modelUrl: model.url, model: options.model ?? 'fake-model', apiKey: 'sk-test', api: options.api ?? 'chat' });
+  const withService = async (
+    options: { api?: 'chat' | 'responses'; model?: string },
+    body: (service: RunningService) => Promise<void>,
+  ) => {
+    const decide = createOpenAiDecide({
+      modelUrl: model.url,
+      model: options.model ?? 'fake-model',
+      apiKey: 'sk-test',
+      api: options.api ?? 'chat',
+    });
     const service = await serve(decide, { port: 0, brainName: options.model ?? 'fake-model', log: () => {} });
     try {
       await body(service);
@@ -49,11 +63,17 @@ describe('openai-compatible service against a fake model server', () => {
       function: { name: 'increment_counter', parameters: INCREMENT_COUNTER_TOOL.parameters },
     });
     const third = model.requests[2]!.body.messages as any[];
-    assert.deepEqual(third.map((m) => m.role), ['user', 'assistant', 'tool', 'tool', 'assistant', 'tool']);
-    assert.deepEqual(third[1].tool_calls.map((c: any) => [c.function.name, c.function.arguments]), [
-      ['increment_counter', '{"count":1}'],
-      ['increment_counter', '{"count":2}'],
-    ]);
+    assert.deepEqual(
+      third.map((m) => m.role),
+      ['user', 'assistant', 'tool', 'tool', 'assistant', 'tool'],
+    );
+    assert.deepEqual(
+      third[1].tool_calls.map((c: any) => [c.function.name, c.function.arguments]),
+      [
+        ['increment_counter', '{"count":1}'],
+        ['increment_counter', '{"count":2}'],
+      ],
+    );
     assert.equal(third[2].tool_call_id, third[1].tool_calls[0].id);
     assert.equal(third[5].content, '{"count":6}');
   });
@@ -71,13 +91,16 @@ describe('openai-compatible service against a fake model server', () => {
     });
   });
 
-  test('responses API: passes gym agent check; items go to the model without this service\'s ids', async () => {
+  test("responses API: passes gym agent check; items go to the model without this service's ids", async () => {
     await withService({ api: 'responses' }, async (service) => {
       await assertAgentCheckPasses(service.url);
     });
     assert.ok(model.requests.every((r) => r.path === '/v1/responses'));
     const later = model.requests[1]!.body.input as any[];
-    assert.deepEqual(later.map((item) => item.type ?? 'message'), ['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output']);
+    assert.deepEqual(
+      later.map((item) => item.type ?? 'message'),
+      ['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output'],
+    );
     assert.ok(later.every((item) => !('id' in item)));
     assert.equal(model.requests[0]!.body.tools[0].name, 'increment_counter');
   });
@@ -86,14 +109,27 @@ describe('openai-compatible service against a fake model server', () => {
     await withService({ model: 'needs-a-key' }, async (service) => {
       const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 5000 });
       assert.equal(res.status, 500);
-      assert.match((res.json() as { detail: string }).detail, /model server answered HTTP 401 .*Incorrect API key provided/);
+      assert.match(
+        (res.json() as { detail: string }).detail,
+        /model server answered HTTP 401 .*Incorrect API key provided/,
+      );
     });
   });
 
   test('runs with one command, the key read from the variable --api-key-env names', async () => {
     const service = await spawnService(
       process.execPath,
-      [path.join(DIST_EXAMPLES, 'openai-compatible/service.js'), '--port', '0', '--model-url', model.url, '--model', 'fake-model', '--api-key-env', 'MY_MODEL_KEY'],
+      [
+        path.join(DIST_EXAMPLES, 'openai-compatible/service.js'),
+        '--port',
+        '0',
+        '--model-url',
+        model.url,
+        '--model',
+        'fake-model',
+        '--api-key-env',
+        'MY_MODEL_KEY',
+      ],
       { env: { ...process.env, MY_MODEL_KEY: 'sk-from-env' } },
     );
     try {
@@ -111,7 +147,12 @@ test('chat mapping: an assistant message followed by calls becomes one assistant
     toChatMessages([
       { role: 'developer', content: 'Be brief.' },
       { role: 'user', content: [{ type: 'input_text', text: 'add 1' }] },
-      { type: 'message', role: 'assistant', id: 'm', content: [{ type: 'output_text', text: 'On it.', annotations: [] }] },
+      {
+        type: 'message',
+        role: 'assistant',
+        id: 'm',
+        content: [{ type: 'output_text', text: 'On it.', annotations: [] }],
+      },
       { type: 'function_call', call_id: 'c1', name: 'increment_counter', arguments: '{"count":1}' },
       { type: 'reasoning', id: 'r', summary: [] },
       { type: 'function_call_output', call_id: 'c1', output: '{"success":true}' },
@@ -119,7 +160,11 @@ test('chat mapping: an assistant message followed by calls becomes one assistant
     [
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'add 1' },
-      { role: 'assistant', content: 'On it.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'increment_counter', arguments: '{"count":1}' } }] },
+      {
+        role: 'assistant',
+        content: 'On it.',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'increment_counter', arguments: '{"count":1}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: '{"success":true}' },
     ],
   );

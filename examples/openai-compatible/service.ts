@@ -31,7 +31,10 @@ const fail = (message: string): never => {
 };
 const modelUrl = values['model-url'] ?? fail('--model-url is required');
 const model = values.model ?? fail('--model is required');
-const api = values.api === 'chat' || values.api === 'responses' ? values.api : fail(`--api must be chat or responses, got '${values.api}'`);
+const api =
+  values.api === 'chat' || values.api === 'responses'
+    ? values.api
+    : fail(`--api must be chat or responses, got '${values.api}'`);
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got '${values.port}'`);
 const apiKey = process.env[values['api-key-env']];
@@ -39,5 +42,8 @@ if (!apiKey) process.stderr.write(`Note: $${values['api-key-env']} is not set, s
 
 const decide = createOpenAiDecide({ modelUrl, model, api, ...(apiKey ? { apiKey } : {}) });
 const service = await serve(decide, { port, host: values.host, brainName: model });
-process.stdout.write(`openai-compatible service (${api} API, model ${model} at ${modelUrl}) listening on ${service.url}\n`);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void service.close().then(() => process.exit(0)));
+process.stdout.write(
+  `openai-compatible service (${api} API, model ${model} at ${modelUrl}) listening on ${service.url}\n`,
+);
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => void service.close().then(() => process.exit(0)));

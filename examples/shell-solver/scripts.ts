@@ -23,7 +23,9 @@ const list = (path = '.'): ToolCall => ({ name: 'list_dir', arguments: { path } 
 
 /** The stdout of a run_command output (an empty string for anything else). */
 export function stdoutOf(output: unknown): string {
-  return output !== null && typeof output === 'object' && typeof (output as { stdout?: unknown }).stdout === 'string' ? (output as { stdout: string }).stdout : '';
+  return output !== null && typeof output === 'object' && typeof (output as { stdout?: unknown }).stdout === 'string'
+    ? (output as { stdout: string }).stdout
+    : '';
 }
 
 const lastStdout = (outputs: unknown[]): string => stdoutOf(outputs[outputs.length - 1]).trim();
@@ -52,9 +54,12 @@ export const SCRIPTS: readonly TaskScript[] = [
           ].join('\n'),
         ),
       ],
-      () => [run("printf 'x y z\\n' > '/tmp/with space.txt' && sh count_words.sh '/tmp/with space.txt' count_words.sh")],
+      () => [
+        run("printf 'x y z\\n' > '/tmp/with space.txt' && sh count_words.sh '/tmp/with space.txt' count_words.sh"),
+      ],
     ],
-    summary: (outputs) => `Fixed count_words.sh (loops over "$@", quotes each name). Trial run:\n${lastStdout(outputs)}`,
+    summary: (outputs) =>
+      `Fixed count_words.sh (loops over "$@", quotes each name). Trial run:\n${lastStdout(outputs)}`,
   },
   {
     id: 'fix-python-script',
@@ -94,7 +99,8 @@ export const SCRIPTS: readonly TaskScript[] = [
       ],
       () => [run("printf '4\\n1\\n3\\n2\\n' | python3 stats.py")],
     ],
-    summary: (outputs) => `mean now uses true division and median averages the two middle values for an even count:\n${lastStdout(outputs)}`,
+    summary: (outputs) =>
+      `mean now uses true division and median averages the two middle values for an even count:\n${lastStdout(outputs)}`,
   },
   {
     id: 'make-test-pass',
@@ -123,7 +129,8 @@ export const SCRIPTS: readonly TaskScript[] = [
       ],
       () => [run('python3 -m unittest test_roman 2>&1 | tail -n 1')],
     ],
-    summary: (outputs) => `Added the subtractive pairs (CM, CD, XC, XL, IX, IV) to roman.py; unittest: ${lastStdout(outputs)}`,
+    summary: (outputs) =>
+      `Added the subtractive pairs (CM, CD, XC, XL, IX, IV) to roman.py; unittest: ${lastStdout(outputs)}`,
   },
   {
     id: 'find-file-by-content',
@@ -141,7 +148,7 @@ export const SCRIPTS: readonly TaskScript[] = [
       () => [read('sales.csv')],
       () => [
         run(
-          "{ echo region,revenue; awk -F, 'NR > 1 { revenue[$1] += $3 * $4 } END { for (r in revenue) printf \"%s,%.2f\\n\", r, revenue[r] }' sales.csv | sort -t, -k2,2nr; } > summary.csv && cat summary.csv",
+          '{ echo region,revenue; awk -F, \'NR > 1 { revenue[$1] += $3 * $4 } END { for (r in revenue) printf "%s,%.2f\\n", r, revenue[r] }\' sales.csv | sort -t, -k2,2nr; } > summary.csv && cat summary.csv',
         ),
       ],
     ],
@@ -185,7 +192,11 @@ export const SCRIPTS: readonly TaskScript[] = [
     recognise: /access\.log/,
     steps: [
       () => [run('head -n 3 access.log')],
-      () => [run("awk '$4 ~ /^5/ { count[$3]++ } END { for (p in count) print count[p], p }' access.log | sort -k1,1nr -k2,2 > errors.txt && cat errors.txt")],
+      () => [
+        run(
+          "awk '$4 ~ /^5/ { count[$3]++ } END { for (p in count) print count[p], p }' access.log | sort -k1,1nr -k2,2 > errors.txt && cat errors.txt",
+        ),
+      ],
     ],
     summary: (outputs) => `errors.txt:\n${lastStdout(outputs)}`,
   },
@@ -194,8 +205,13 @@ export const SCRIPTS: readonly TaskScript[] = [
     recognise: /fetch_data/,
     steps: [
       () => [run("grep -rnw --include='*.py' fetch_data src")],
-      () => [run("grep -rlw --include='*.py' fetch_data src | xargs sed -i 's/\\bfetch_data\\b/load_data/g' && grep -rnw --include='*.py' load_data src && cd src && python3 main.py")],
+      () => [
+        run(
+          "grep -rlw --include='*.py' fetch_data src | xargs sed -i 's/\\bfetch_data\\b/load_data/g' && grep -rnw --include='*.py' load_data src && cd src && python3 main.py",
+        ),
+      ],
     ],
-    summary: (outputs) => `Renamed fetch_data to load_data under src/ (fetch_data_cached kept):\n${lastStdout(outputs)}`,
+    summary: (outputs) =>
+      `Renamed fetch_data to load_data under src/ (fetch_data_cached kept):\n${lastStdout(outputs)}`,
   },
 ];

@@ -12,13 +12,19 @@ import { loadRowProbes } from '../../src/check/row-probes.js';
 import { REPO_ROOT } from '../../test/support/examples.js';
 import { createShellSolver, SCRIPTS, startShellSolver } from './index.js';
 
-const TOOLS: FunctionTool[] = ['run_command', 'read_file', 'write_file', 'list_dir'].map((name) => ({ type: 'function', name, parameters: {} }));
+const TOOLS: FunctionTool[] = ['run_command', 'read_file', 'write_file', 'list_dir'].map((name) => ({
+  type: 'function',
+  name,
+  parameters: {},
+}));
 const ctx = {} as DecideContext;
 
 describe('shell solver (scripted, no model)', () => {
   test('has exactly one script per example task, recognised from its instruction', () => {
     for (const row of exampleRows()) {
-      const instruction = String((row.responses_create_params as { input: Array<{ content: string }> }).input[0]!.content);
+      const instruction = String(
+        (row.responses_create_params as { input: Array<{ content: string }> }).input[0]!.content,
+      );
       const matching = SCRIPTS.filter((script) => script.recognise.test(instruction)).map((script) => script.id);
       assert.deepEqual(matching, [row.task_dir], `task ${String(row.task_dir)}`);
     }
@@ -28,17 +34,42 @@ describe('shell solver (scripted, no model)', () => {
     const solve = createShellSolver();
     const task: ConversationItem = { role: 'user', content: 'Somewhere under `archive/` one file mentions INV-7734.' };
     const first = await solve([task], TOOLS, ctx);
-    assert.deepEqual(first, { toolCalls: [{ name: 'run_command', arguments: { command: "grep -rlw 'INV-7734' archive" } }] });
-    const grep = [task, { type: 'function_call', call_id: 'c1', name: 'run_command', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: JSON.stringify({ exit_code: 0, stdout: 'archive/x.txt\n' }) }];
-    assert.deepEqual(await solve(grep, TOOLS, ctx), { toolCalls: [{ name: 'write_file', arguments: { path: 'answer.txt', content: 'archive/x.txt\n' } }] });
-    const done = [...grep, { type: 'function_call', call_id: 'c2', name: 'write_file', arguments: '{}' }, { type: 'function_call_output', call_id: 'c2', output: '{"bytes_written":14}' }];
-    assert.match(((await solve(done, TOOLS, ctx)) as { final: string }).final, /archive\/x\.txt; written to answer\.txt/);
+    assert.deepEqual(first, {
+      toolCalls: [{ name: 'run_command', arguments: { command: "grep -rlw 'INV-7734' archive" } }],
+    });
+    const grep = [
+      task,
+      { type: 'function_call', call_id: 'c1', name: 'run_command', arguments: '{}' },
+      {
+        type: 'function_call_output',
+        call_id: 'c1',
+        output: JSON.stringify({ exit_code: 0, stdout: 'archive/x.txt\n' }),
+      },
+    ];
+    assert.deepEqual(await solve(grep, TOOLS, ctx), {
+      toolCalls: [{ name: 'write_file', arguments: { path: 'answer.txt', content: 'archive/x.txt\n' } }],
+    });
+    const done = [
+      ...grep,
+      { type: 'function_call', call_id: 'c2', name: 'write_file', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c2', output: '{"bytes_written":14}' },
+    ];
+    assert.match(
+      ((await solve(done, TOOLS, ctx)) as { final: string }).final,
+      /archive\/x\.txt; written to answer\.txt/,
+    );
   });
 
   test('an unknown task or undeclared tools end with a final message, not a call', async () => {
     const solve = createShellSolver();
-    assert.match(((await solve([{ role: 'user', content: 'bake a cake' }], TOOLS, ctx)) as { final: string }).final, /not one of the example tasks/);
-    assert.match(((await solve([{ role: 'user', content: 'INV-7734' }], [], ctx)) as { final: string }).final, /does not declare run_command/);
+    assert.match(
+      ((await solve([{ role: 'user', content: 'bake a cake' }], TOOLS, ctx)) as { final: string }).final,
+      /not one of the example tasks/,
+    );
+    assert.match(
+      ((await solve([{ role: 'user', content: 'INV-7734' }], [], ctx)) as { final: string }).final,
+      /does not declare run_command/,
+    );
   });
 
   test('passes gym agent check --rows data/example.jsonl', async () => {
@@ -46,34 +77,47 @@ describe('shell solver (scripted, no model)', () => {
     try {
       const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(EXAMPLE_JSONL) });
       const failing = report.checks.filter((check) => check.status === 'fail' || check.status === 'warn');
-      assert.deepEqual(failing.map((check) => `${check.name}: ${check.detail}`), []);
+      assert.deepEqual(
+        failing.map((check) => `${check.name}: ${check.detail}`),
+        [],
+      );
       assert.ok(report.checks.some((check) => check.name === 'row-probes' && check.status === 'pass'));
     } finally {
       await service.close();
     }
   });
 
-  test('gym quickstart --env shell: every example task solved in its sandbox, reward 1.0', { skip: sandboxTestsUnavailable() }, async () => {
-    const cwd = mkdtempSync(path.join(os.tmpdir(), 'gym-quickstart-shell-'));
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'gym.js'), 'quickstart', '--env', 'shell'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
-    const tasks = exampleRows().length;
-    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
-    assert.match(run.stdout, new RegExp(`Result: ${tasks} rollouts, mean reward 1\\.0, 0 failed, 0 missing\\.`));
-    assert.match(run.stdout, /shell-solver \(scripted per task, no model\)/);
-    const rows = readFileSync(path.join(cwd, 'results/quickstart/rollouts.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    assert.equal(rows.length, tasks);
-    for (const row of rows) {
-      assert.equal(row.reward, 1);
-      assert.equal(row.checks_passed, row.checks_total);
-      assert.ok(row.commands_run >= 1, `${row.task_id} ran its commands in the sandbox`);
-    }
-  });
+  test(
+    'gym quickstart --env shell: every example task solved in its sandbox, reward 1.0',
+    { skip: sandboxTestsUnavailable() },
+    async () => {
+      const cwd = mkdtempSync(path.join(os.tmpdir(), 'gym-quickstart-shell-'));
+      const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'gym.js'), 'quickstart', '--env', 'shell'], {
+          cwd,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.once('error', reject);
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      const tasks = exampleRows().length;
+      assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+      assert.match(run.stdout, new RegExp(`Result: ${tasks} rollouts, mean reward 1\\.0, 0 failed, 0 missing\\.`));
+      assert.match(run.stdout, /shell-solver \(scripted per task, no model\)/);
+      const rows = readFileSync(path.join(cwd, 'results/quickstart/rollouts.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      assert.equal(rows.length, tasks);
+      for (const row of rows) {
+        assert.equal(row.reward, 1);
+        assert.equal(row.checks_passed, row.checks_total);
+        assert.ok(row.commands_run >= 1, `${row.task_id} ran its commands in the sandbox`);
+      }
+    },
+  );
 });

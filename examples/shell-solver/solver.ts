@@ -20,7 +20,8 @@ export function createShellSolver(scripts: readonly TaskScript[] = SCRIPTS): Dec
       const calls: ToolCall[] = step(outputs.slice(0, consumed));
       if (consumed + calls.length > history.length) {
         const missing = calls.filter((call) => !declared.has(call.name)).map((call) => call.name);
-        if (missing.length > 0) return { final: `shell-solver: the request does not declare ${[...new Set(missing)].join(', ')}.` };
+        if (missing.length > 0)
+          return { final: `shell-solver: the request does not declare ${[...new Set(missing)].join(', ')}.` };
         return { toolCalls: calls };
       }
       consumed += calls.length;

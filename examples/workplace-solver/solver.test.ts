@@ -31,7 +31,11 @@ function rollouts(serviceUrl: string, file: string) {
 describe('workplace solver (deterministic, no model)', () => {
   test('understands one script per sub-task of every example and validation row', () => {
     for (const row of [...rowsOf('example.jsonl'), ...rowsOf('validation.jsonl')]) {
-      assert.equal(parseWorkplaceRequest(row.responses_create_params.input[1]!.content).length, row.subtasks.length, row.task_id);
+      assert.equal(
+        parseWorkplaceRequest(row.responses_create_params.input[1]!.content).length,
+        row.subtasks.length,
+        row.task_id,
+      );
     }
   });
 
@@ -40,13 +44,23 @@ describe('workplace solver (deterministic, no model)', () => {
     const solve = createWorkplaceSolver();
     const tools = row.responses_create_params.tools as FunctionTool[];
     const conversation: ConversationItem[] = [...row.responses_create_params.input];
-    assert.deepEqual(await solve(conversation, tools, ctx), { toolCalls: [{ name: 'list_tasks', arguments: { status: 'all' } }] });
-    const target = row.office.tasks.find((task) => task.id === (row.expected_changes[0] as { task_id: string }).task_id)!;
+    assert.deepEqual(await solve(conversation, tools, ctx), {
+      toolCalls: [{ name: 'list_tasks', arguments: { status: 'all' } }],
+    });
+    const target = row.office.tasks.find(
+      (task) => task.id === (row.expected_changes[0] as { task_id: string }).task_id,
+    )!;
     conversation.push(
       { type: 'function_call', call_id: 'a', name: 'list_tasks', arguments: '{"status":"all"}' },
-      { type: 'function_call_output', call_id: 'a', output: JSON.stringify({ tasks: row.office.tasks.map((task) => ({ ...task, due_date: task.due })) }) },
+      {
+        type: 'function_call_output',
+        call_id: 'a',
+        output: JSON.stringify({ tasks: row.office.tasks.map((task) => ({ ...task, due_date: task.due })) }),
+      },
     );
-    assert.deepEqual(await solve(conversation, tools, ctx), { toolCalls: [{ name: 'complete_task', arguments: { task_id: target.id } }] });
+    assert.deepEqual(await solve(conversation, tools, ctx), {
+      toolCalls: [{ name: 'complete_task', arguments: { task_id: target.id } }],
+    });
     conversation.push(
       { type: 'function_call', call_id: 'b', name: 'complete_task', arguments: JSON.stringify({ task_id: target.id }) },
       { type: 'function_call_output', call_id: 'b', output: '{"task":{},"already_completed":false}' },
@@ -62,9 +76,14 @@ describe('workplace solver (deterministic, no model)', () => {
       { type: 'function_call', call_id: 'a', name: 'list_tasks', arguments: '{"status":"all"}' },
       { type: 'function_call_output', call_id: 'a', output: '{"tasks":[]}' },
     ];
-    assert.deepEqual(await solve(listed, [{ type: 'function', name: 'list_tasks' }], ctx), { final: 'Done: could not finish: found no task Water the plants.' });
+    assert.deepEqual(await solve(listed, [{ type: 'function', name: 'list_tasks' }], ctx), {
+      final: 'Done: could not finish: found no task Water the plants.',
+    });
     assert.match(((await solve([ask], [], ctx)) as { final: string }).final, /does not declare list_tasks/);
-    assert.match(((await solve([{ role: 'user', content: 'hello' }], [], ctx)) as { final: string }).final, /understood no request/);
+    assert.match(
+      ((await solve([{ role: 'user', content: 'hello' }], [], ctx)) as { final: string }).final,
+      /understood no request/,
+    );
   });
 
   test('scores 1.0 on every example row through the remote agent and the real workplace environment', async (t) => {
@@ -89,7 +108,12 @@ describe('workplace solver (deterministic, no model)', () => {
       const results = await rollouts(service.url, 'validation.jsonl');
       if ('unavailable' in results) return t.skip(results.unavailable);
       assert.equal(results.rewards.length, 200);
-      const failed = results.rows.filter((row) => row.reward !== 1).map((row) => `${row.task_id}: ${JSON.stringify(row.failed_checks)} ${JSON.stringify(row.unexpected_change_details)}`);
+      const failed = results.rows
+        .filter((row) => row.reward !== 1)
+        .map(
+          (row) =>
+            `${row.task_id}: ${JSON.stringify(row.failed_checks)} ${JSON.stringify(row.unexpected_change_details)}`,
+        );
       assert.deepEqual(failed, []);
     } finally {
       await service.close();
@@ -97,13 +121,25 @@ describe('workplace solver (deterministic, no model)', () => {
   });
 
   test('runs with one command and passes gym agent check --rows on the example rows', async () => {
-    const service = await spawnService(process.execPath, [`${DIST_EXAMPLES}workplace-solver/service.js`, '--port', '0']);
+    const service = await spawnService(process.execPath, [
+      `${DIST_EXAMPLES}workplace-solver/service.js`,
+      '--port',
+      '0',
+    ]);
     try {
       assert.match(service.output(), /workplace-solver \(deterministic, no model\) listening on/);
-      const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(`${DATA}example.jsonl`) });
+      const report = await runAgentCheck(service.url, {
+        timeoutMs: 10_000,
+        rows: await loadRowProbes(`${DATA}example.jsonl`),
+      });
       const rowProbes = report.checks.find((check) => check.name === 'row-probes');
       assert.equal(rowProbes?.status, 'pass', JSON.stringify(rowProbes));
-      assert.deepEqual(report.checks.filter((check) => check.status === 'fail' || check.status === 'warn').map((check) => `${check.name}: ${check.detail}`), []);
+      assert.deepEqual(
+        report.checks
+          .filter((check) => check.status === 'fail' || check.status === 'warn')
+          .map((check) => `${check.name}: ${check.detail}`),
+        [],
+      );
     } finally {
       await service.close();
     }

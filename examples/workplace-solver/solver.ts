@@ -49,7 +49,8 @@ function parseOutput(text: string, name: string): Json {
   }
   if (parsed === null || typeof parsed !== 'object') throw new Stuck(`${name} answered ${text.slice(0, 200)}`);
   const failure = (parsed as Json).detail ?? (parsed as Json).error;
-  if (failure !== undefined) throw new Stuck(`${name} failed: ${typeof failure === 'string' ? failure : JSON.stringify(failure)}`);
+  if (failure !== undefined)
+    throw new Stuck(`${name} failed: ${typeof failure === 'string' ? failure : JSON.stringify(failure)}`);
   return parsed as Json;
 }
 
@@ -61,7 +62,10 @@ function one<T>(items: T[], what: string): T {
 
 function contactNamed(ask: Ask, name: string): { name: string; email: string } {
   const { contacts } = ask('find_contacts', { query: name });
-  return one((contacts as Json[]).filter((contact) => norm(contact.name) === norm(name)), `contact named ${name}`) as { name: string; email: string };
+  return one(
+    (contacts as Json[]).filter((contact) => norm(contact.name) === norm(name)),
+    `contact named ${name}`,
+  ) as { name: string; email: string };
 }
 
 function eventsTitled(ask: Ask, title: string, date?: string): Json[] {
@@ -74,90 +78,118 @@ const DAY = String.raw`\w+ \((\d{4}-\d{2}-\d{2})\)`;
 /** One pattern per sentence kind the tasks use, each turning its match into a script. */
 const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Script }> = [
   {
-    pattern: new RegExp(String.raw`Move my (.+?) with (.+?) to ${DAY} at the same time(?: and email (\S+) the new slot)?\.`, 'g'),
-    script: ([, title, name, date, notify]) => (ask) => {
-      const person = contactNamed(ask, name!);
-      const event = one(eventsTitled(ask, title!).filter((e) => (e.attendees as string[]).some((a) => norm(a) === norm(person.email))), `${title} with ${name}`);
-      const time = String(event.start).slice(11);
-      const minutes = (Date.parse(`${event.end}:00Z`) - Date.parse(`${event.start}:00Z`)) / 60_000;
-      const start = `${date}T${time}`;
-      const end = new Date(Date.parse(`${start}:00Z`) + minutes * 60_000).toISOString().slice(0, 16);
-      ask('update_event', { event_id: event.id, start, end });
-      if (!notify) return `moved ${title} with ${name} to ${start}`;
-      ask('send_email', {
-        to: [person.email],
-        subject: `New time for our ${title}`,
-        body: `Hi ${notify},\n\nI moved our ${title} to ${date} at ${time} (until ${end.slice(11)}).\n\nSee you then!`,
-      });
-      return `moved ${title} with ${name} to ${start} and told them`;
-    },
+    pattern: new RegExp(
+      String.raw`Move my (.+?) with (.+?) to ${DAY} at the same time(?: and email (\S+) the new slot)?\.`,
+      'g',
+    ),
+    script:
+      ([, title, name, date, notify]) =>
+      (ask) => {
+        const person = contactNamed(ask, name!);
+        const event = one(
+          eventsTitled(ask, title!).filter((e) =>
+            (e.attendees as string[]).some((a) => norm(a) === norm(person.email)),
+          ),
+          `${title} with ${name}`,
+        );
+        const time = String(event.start).slice(11);
+        const minutes = (Date.parse(`${event.end}:00Z`) - Date.parse(`${event.start}:00Z`)) / 60_000;
+        const start = `${date}T${time}`;
+        const end = new Date(Date.parse(`${start}:00Z`) + minutes * 60_000).toISOString().slice(0, 16);
+        ask('update_event', { event_id: event.id, start, end });
+        if (!notify) return `moved ${title} with ${name} to ${start}`;
+        ask('send_email', {
+          to: [person.email],
+          subject: `New time for our ${title}`,
+          body: `Hi ${notify},\n\nI moved our ${title} to ${date} at ${time} (until ${end.slice(11)}).\n\nSee you then!`,
+        });
+        return `moved ${title} with ${name} to ${start} and told them`;
+      },
   },
   {
     pattern: new RegExp(String.raw`Cancel the (.+?) on ${DAY}( and email its attendees that it is cancelled)?\.`, 'g'),
-    script: ([, title, date, notify]) => (ask) => {
-      const event = one(eventsTitled(ask, title!, date), `${title} on ${date}`);
-      ask('delete_event', { event_id: event.id });
-      if (!notify) return `cancelled ${title} on ${date}`;
-      ask('send_email', {
-        to: event.attendees,
-        subject: `Cancelled: ${title} on ${date}`,
-        body: `Hi all,\n\nthe ${title} on ${date} is cancelled.\n\nSorry for the short notice.`,
-      });
-      return `cancelled ${title} on ${date} and told its attendees`;
-    },
+    script:
+      ([, title, date, notify]) =>
+      (ask) => {
+        const event = one(eventsTitled(ask, title!, date), `${title} on ${date}`);
+        ask('delete_event', { event_id: event.id });
+        if (!notify) return `cancelled ${title} on ${date}`;
+        ask('send_email', {
+          to: event.attendees,
+          subject: `Cancelled: ${title} on ${date}`,
+          body: `Hi all,\n\nthe ${title} on ${date} is cancelled.\n\nSorry for the short notice.`,
+        });
+        return `cancelled ${title} on ${date} and told its attendees`;
+      },
   },
   {
-    pattern: new RegExp(String.raw`Schedule a (\d+)-minute meeting titled "(.+?)" with (.+?) on ${DAY} at (\d{2}:\d{2}) in (.+?)\.(?= |$)`, 'g'),
-    script: ([, minutes, title, name, date, time, location]) => (ask) => {
-      const person = contactNamed(ask, name!);
-      const start = `${date}T${time}`;
-      const end = new Date(Date.parse(`${start}:00Z`) + Number(minutes) * 60_000).toISOString().slice(0, 16);
-      ask('create_event', { title, start, end, attendees: [person.email], location });
-      return `scheduled ${title} with ${name} at ${start}`;
-    },
+    pattern: new RegExp(
+      String.raw`Schedule a (\d+)-minute meeting titled "(.+?)" with (.+?) on ${DAY} at (\d{2}:\d{2}) in (.+?)\.(?= |$)`,
+      'g',
+    ),
+    script:
+      ([, minutes, title, name, date, time, location]) =>
+      (ask) => {
+        const person = contactNamed(ask, name!);
+        const start = `${date}T${time}`;
+        const end = new Date(Date.parse(`${start}:00Z`) + Number(minutes) * 60_000).toISOString().slice(0, 16);
+        ask('create_event', { title, start, end, attendees: [person.email], location });
+        return `scheduled ${title} with ${name} at ${start}`;
+      },
   },
   {
     pattern: new RegExp(String.raw`Add a task "(.+?)" due ${DAY}\.`, 'g'),
-    script: ([, title, date]) => (ask) => {
-      ask('create_task', { title, due_date: date });
-      return `added the task ${title}`;
-    },
+    script:
+      ([, title, date]) =>
+      (ask) => {
+        ask('create_task', { title, due_date: date });
+        return `added the task ${title}`;
+      },
   },
   {
     pattern: /Mark my task "(.+?)" as done\./g,
-    script: ([, title]) => (ask) => {
-      const { tasks } = ask('list_tasks', { status: 'all' });
-      const task = one((tasks as Json[]).filter((t) => norm(t.title) === norm(title!)), `task ${title}`);
-      ask('complete_task', { task_id: task.id });
-      return `completed ${title}`;
-    },
+    script:
+      ([, title]) =>
+      (ask) => {
+        const { tasks } = ask('list_tasks', { status: 'all' });
+        const task = one(
+          (tasks as Json[]).filter((t) => norm(t.title) === norm(title!)),
+          `task ${title}`,
+        );
+        ask('complete_task', { task_id: task.id });
+        return `completed ${title}`;
+      },
   },
   {
     pattern: /Add the task that (.+?) asked for in their latest email, with the due date they give\./g,
-    script: ([, name]) => (ask) => {
-      const person = contactNamed(ask, name!);
-      const { emails } = ask('search_emails', { from: name, limit: 50 });
-      const latest = (emails as Json[]).filter((e) => norm(e.from) === norm(person.email))[0];
-      if (!latest) throw new Stuck(`no e-mail from ${name}`);
-      const email = ask('read_email', { email_id: latest.id });
-      const request = new RegExp(String.raw`task "(.+?)".*?due ${DAY}`, 's').exec(String(email.body));
-      if (!request) throw new Stuck(`the latest e-mail from ${name} asks for no task with a due date`);
-      ask('create_task', { title: request[1], due_date: request[2] });
-      return `added the task ${request[1]} that ${name} asked for`;
-    },
+    script:
+      ([, name]) =>
+      (ask) => {
+        const person = contactNamed(ask, name!);
+        const { emails } = ask('search_emails', { from: name, limit: 50 });
+        const latest = (emails as Json[]).filter((e) => norm(e.from) === norm(person.email))[0];
+        if (!latest) throw new Stuck(`no e-mail from ${name}`);
+        const email = ask('read_email', { email_id: latest.id });
+        const request = new RegExp(String.raw`task "(.+?)".*?due ${DAY}`, 's').exec(String(email.body));
+        if (!request) throw new Stuck(`the latest e-mail from ${name} asks for no task with a due date`);
+        ask('create_task', { title: request[1], due_date: request[2] });
+        return `added the task ${request[1]} that ${name} asked for`;
+      },
   },
   {
     pattern: new RegExp(String.raw`Email (.+?) the location of my (.+?) on ${DAY}\.`, 'g'),
-    script: ([, name, title, date]) => (ask) => {
-      const event = one(eventsTitled(ask, title!, date), `${title} on ${date}`);
-      const person = contactNamed(ask, name!);
-      ask('send_email', {
-        to: [person.email],
-        subject: `Location of the ${title}`,
-        body: `Hi ${person.name.split(' ')[0]},\n\nthe ${title} on ${date} is in ${event.location}.`,
-      });
-      return `told ${name} where the ${title} is`;
-    },
+    script:
+      ([, name, title, date]) =>
+      (ask) => {
+        const event = one(eventsTitled(ask, title!, date), `${title} on ${date}`);
+        const person = contactNamed(ask, name!);
+        ask('send_email', {
+          to: [person.email],
+          subject: `Location of the ${title}`,
+          body: `Hi ${person.name.split(' ')[0]},\n\nthe ${title} on ${date} is in ${event.location}.`,
+        });
+        return `told ${name} where the ${title} is`;
+      },
   },
 ];
 
@@ -165,7 +197,8 @@ const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Sc
 export function parseWorkplaceRequest(text: string): Script[] {
   const found: Array<{ at: number; script: Script }> = [];
   for (const { pattern, script } of SENTENCES) {
-    for (const match of text.matchAll(pattern)) found.push({ at: match.index, script: script(match as unknown as RegExpExecArray) });
+    for (const match of text.matchAll(pattern))
+      found.push({ at: match.index, script: script(match as unknown as RegExpExecArray) });
   }
   return found.sort((a, b) => a.at - b.at).map((entry) => entry.script);
 }

@@ -31,7 +31,11 @@ export function createMathEnvironment(config: MathConfig = DEFAULT_MATH_CONFIG):
               'Evaluate an arithmetic expression and return its value as {"result": "…"} (or {"error": "…"}). ' +
               'Supports + - * / ^, parentheses, sqrt, nthRoot, abs, exp, log, sin/cos/tan, pi and e. Numbers only: no variables.',
             input: z.object({
-              expression: z.string().describe(`The expression, at most ${MAX_CALCULATOR_CHARS} characters, e.g. (17 + 5) * 3 or sqrt(2) / 2`),
+              expression: z
+                .string()
+                .describe(
+                  `The expression, at most ${MAX_CALCULATOR_CHARS} characters, e.g. (17 + 5) * 3 or sqrt(2) / 2`,
+                ),
             }),
             run: ({ expression }) => calculate(expression),
           }),
@@ -48,15 +52,19 @@ export function createMathEnvironment(config: MathConfig = DEFAULT_MATH_CONFIG):
 function shareOfOutcomes(tasks: Array<Array<Record<string, unknown>>>): Record<string, unknown> {
   const rollouts = tasks.flat();
   if (rollouts.length === 0) return {};
-  const share = (field: string, value: string): number => rollouts.filter((row) => row[field] === value).length / rollouts.length;
+  const share = (field: string, value: string): number =>
+    rollouts.filter((row) => row[field] === value).length / rollouts.length;
   const metrics: Record<string, number> = {};
   for (const reason of MATCH_REASONS) metrics[`match_reason/${reason}`] = share('match_reason', reason);
-  for (const strategy of EXTRACTION_STRATEGIES) metrics[`extraction_strategy/${strategy}`] = share('extraction_strategy', strategy);
+  for (const strategy of EXTRACTION_STRATEGIES)
+    metrics[`extraction_strategy/${strategy}`] = share('extraction_strategy', strategy);
   return metrics;
 }
 
 if (isMainModule(import.meta.url)) {
   void runEnvironment((ctx) =>
-    createMathEnvironment(readMathConfig(ctx.instance.config, `${ctx.instance.name}.resources_servers.${ctx.instance.impl}`)),
+    createMathEnvironment(
+      readMathConfig(ctx.instance.config, `${ctx.instance.name}.resources_servers.${ctx.instance.impl}`),
+    ),
   );
 }

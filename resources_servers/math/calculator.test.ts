@@ -49,7 +49,10 @@ describe('calculator tool', () => {
 
   it('bounds nesting and size before mathjs parses', () => {
     assert.match((calculate(`${'('.repeat(100)}1${')'.repeat(100)}`) as { error: string }).error, /deeper than 64/);
-    assert.match((calculate(Array.from({ length: 220 }, () => '1').join('+')) as { error: string }).error, /more than 400 parts/);
+    assert.match(
+      (calculate(Array.from({ length: 220 }, () => '1').join('+')) as { error: string }).error,
+      /more than 400 parts/,
+    );
   });
 });
 
@@ -58,7 +61,10 @@ describe('safe expressions', () => {
     const expression = parseSafe('x^2 + y_1 * pi');
     assert.deepEqual(expression.variables, ['x', 'y_1']);
     assert.deepEqual(evaluateSafe(expression, { x: 2, y_1: 0 }), { re: 4, im: 0 });
-    assert.throws(() => evaluateSafe(expression, { x: 2 }), (err: unknown) => err instanceof ExpressionError && /y_1/.test(err.message));
+    assert.throws(
+      () => evaluateSafe(expression, { x: 2 }),
+      (err: unknown) => err instanceof ExpressionError && /y_1/.test(err.message),
+    );
   });
 
   it('binds single-letter unit names as variables, never as mathjs units', () => {

@@ -13,7 +13,9 @@ export type CalculatorResult = { result: string } | { error: string };
 
 export function calculate(expression: string): CalculatorResult {
   if (expression.length > MAX_CALCULATOR_CHARS) {
-    return { error: `the expression is longer than ${MAX_CALCULATOR_CHARS} characters; split the computation into steps` };
+    return {
+      error: `the expression is longer than ${MAX_CALCULATOR_CHARS} characters; split the computation into steps`,
+    };
   }
   try {
     const parsed = parseSafe(expression);

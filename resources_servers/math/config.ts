@@ -36,7 +36,8 @@ export function readMathConfig(block: Record<string, unknown>, where: string): M
   if (block.answer_extraction !== undefined) {
     const list = block.answer_extraction;
     const allowed = EXTRACTION_STRATEGIES.join(', ');
-    if (!Array.isArray(list) || list.length === 0) throw invalid(where, 'answer_extraction', list, `a non-empty list of: ${allowed}`);
+    if (!Array.isArray(list) || list.length === 0)
+      throw invalid(where, 'answer_extraction', list, `a non-empty list of: ${allowed}`);
     const seen = new Set<string>();
     for (const entry of list) {
       if (typeof entry !== 'string' || !(EXTRACTION_STRATEGIES as readonly string[]).includes(entry)) {
@@ -47,7 +48,10 @@ export function readMathConfig(block: Record<string, unknown>, where: string): M
     }
     config.answerExtraction = list as ExtractionStrategy[];
   }
-  for (const [key, field] of [['relative_tolerance', 'relativeTolerance'], ['absolute_tolerance', 'absoluteTolerance']] as const) {
+  for (const [key, field] of [
+    ['relative_tolerance', 'relativeTolerance'],
+    ['absolute_tolerance', 'absoluteTolerance'],
+  ] as const) {
     const value = block[key];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value >= 1) {

@@ -11,7 +11,14 @@ import { after, describe, it } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, writeJsonl, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
 import { normalizeInput } from '../../src/service/index.js';
-import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
+import {
+  finalAnswer,
+  functionCall,
+  startScriptedService,
+  toolAsk,
+  toolOutputsIn,
+  type ScriptedService,
+} from '../../src/testing/index.js';
 import { DIST_EXAMPLES, spawnService, type SpawnedService } from '../../test/support/examples.js';
 import { CALCULATOR_TOOL } from './tools.js';
 import { eventually } from '../../test/support/wait.js';
@@ -27,7 +34,11 @@ after(async () => {
 
 describe('math environment end to end', () => {
   it('gym eval run with the example solver: every example row at reward 1.0, the verdict in each row', async () => {
-    const solver: SpawnedService = await spawnService(process.execPath, [`${DIST_EXAMPLES}math-solver/service.js`, '--port', '0']);
+    const solver: SpawnedService = await spawnService(process.execPath, [
+      `${DIST_EXAMPLES}math-solver/service.js`,
+      '--port',
+      '0',
+    ]);
     cleanup.push(() => solver.close());
     const dir = tempDir('tsgym-math-e2e-');
     const res = await runGym(
@@ -50,7 +61,11 @@ describe('math environment end to end', () => {
     const rollouts = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
     assert.equal(rollouts.length, 12);
     for (const row of rollouts) {
-      assert.equal(row.reward, 1, JSON.stringify({ extracted: row.extracted_answer, expected: row.expected_answer, reason: row.match_reason }));
+      assert.equal(
+        row.reward,
+        1,
+        JSON.stringify({ extracted: row.extracted_answer, expected: row.expected_answer, reason: row.match_reason }),
+      );
       assert.equal(typeof row.extracted_answer, 'string');
       assert.ok(['string_equal', 'numeric_equal', 'symbolic_equal'].includes(String(row.match_reason)));
       assert.equal(row.answer_found, 1);
@@ -76,7 +91,8 @@ describe('math environment end to end', () => {
       const question = String(normalizeInput(call.body.input)[0]!.content);
       const outputs = toolOutputsIn(call.body.input);
       if (question.startsWith('Q0')) {
-        if (outputs.length === 0) return toolAsk(functionCall('calculator', { expression: '(13 + 52) * 3 - 82' }, 'calc_0'));
+        if (outputs.length === 0)
+          return toolAsk(functionCall('calculator', { expression: '(13 + 52) * 3 - 82' }, 'calc_0'));
         return finalAnswer(`\\boxed{${JSON.parse(outputs[0]!.output).result}}`);
       }
       if (question.startsWith('Q1')) return finalAnswer('I believe it is \\boxed{\\frac{4}{3}}.');
@@ -87,7 +103,10 @@ describe('math environment end to end', () => {
     cleanup.push(() => service.close());
     const dir = tempDir('tsgym-math-env-');
     const rows = ['113', '\\frac{3}{4}', '168', '7'].map((expected, index) => ({
-      responses_create_params: { input: [{ role: 'user', content: `Q${index}: compute it.` }], tools: [CALCULATOR_TOOL] },
+      responses_create_params: {
+        input: [{ role: 'user', content: `Q${index}: compute it.` }],
+        tools: [CALCULATOR_TOOL],
+      },
       expected_answer: expected,
     }));
     writeJsonl(path.join(dir, 'in.jsonl'), rows);
@@ -110,10 +129,24 @@ describe('math environment end to end', () => {
       if (env.child.exitCode === null) env.child.kill('SIGINT');
       await exited;
     });
-    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.child.exitCode !== null, { what: 'the environment to be ready', timeoutMs: 30_000 });
+    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.child.exitCode !== null, {
+      what: 'the environment to be ready',
+      timeoutMs: 30_000,
+    });
     assert.match(stdout, /All 2 \/ 2 servers ready/, env.stderr());
 
-    const res = await runGym(['eval', 'run', '--no-serve', '+agent_name=remote_agent', '+input_jsonl_fpath=in.jsonl', '+output_jsonl_fpath=out.jsonl', `++head_server.port=${headPort}`], { cwd: dir });
+    const res = await runGym(
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        '+agent_name=remote_agent',
+        '+input_jsonl_fpath=in.jsonl',
+        '+output_jsonl_fpath=out.jsonl',
+        `++head_server.port=${headPort}`,
+      ],
+      { cwd: dir },
+    );
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
     const byTask = new Map(readJsonl(path.join(dir, 'out.jsonl')).map((row) => [row._ng_task_index, row]));
     assert.equal(byTask.size, 4);
@@ -123,22 +156,43 @@ describe('math environment end to end', () => {
     };
     assert.deepEqual(verdict(0), [1, 'string_equal', '113', 1]);
     assert.deepEqual(verdict(1), [0, 'mismatch', '\\frac{4}{3}', 0]);
-    assert.deepEqual(verdict(2), [0, 'no_answer_found', null, 0], 'answer_extraction=[boxed] from the override reached the server');
+    assert.deepEqual(
+      verdict(2),
+      [0, 'no_answer_found', null, 0],
+      'answer_extraction=[boxed] from the override reached the server',
+    );
     assert.deepEqual(verdict(3), [0, 'no_answer_found', null, 1]);
-    const refusal = (byTask.get(3)!.response as { output: Array<{ type: string; output?: string }> }).output.find((item) => item.type === 'function_call_output');
+    const refusal = (byTask.get(3)!.response as { output: Array<{ type: string; output?: string }> }).output.find(
+      (item) => item.type === 'function_call_output',
+    );
     assert.match(String(refusal?.output), /the function 'import' is not allowed/);
     assert.match(res.stdout, /Mean reward 0\.2500 over 4 completed/);
 
     env.child.kill('SIGINT');
     const stopped = await exited;
-    assert.ok(stopped.code === 0 || stopped.code === 130, `gym env start ended with ${stopped.code}: ${stopped.stderr}`);
+    assert.ok(
+      stopped.code === 0 || stopped.code === 130,
+      `gym env start ended with ${stopped.code}: ${stopped.stderr}`,
+    );
   });
 
   it('gym env start refuses a wrong config value with a sentence naming the key', async () => {
     const dir = tempDir('tsgym-math-badconfig-');
-    const res = await runGym(['env', 'start', `+config_paths=[${CONFIG}]`, `++${ENV_KEY}.relative_tolerance=-1`, `++head_server.port=${await findFreePort()}`], { cwd: dir });
+    const res = await runGym(
+      [
+        'env',
+        'start',
+        `+config_paths=[${CONFIG}]`,
+        `++${ENV_KEY}.relative_tolerance=-1`,
+        `++head_server.port=${await findFreePort()}`,
+      ],
+      { cwd: dir },
+    );
     assert.equal(res.code, 1);
-    assert.match(res.stderr, /math_resources_server\.resources_servers\.math\.relative_tolerance is -1, but it must be a number ≥ 0 and < 1/);
+    assert.match(
+      res.stderr,
+      /math_resources_server\.resources_servers\.math\.relative_tolerance is -1, but it must be a number ≥ 0 and < 1/,
+    );
     assert.doesNotMatch(res.stderr, /\n\s+at .*\.js:\d+/, 'no stack trace');
   });
 });

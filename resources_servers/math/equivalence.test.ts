@@ -30,7 +30,11 @@ describe('answer equivalence: numbers', () => {
   it('decimals within the tolerance, and not beyond it', () => {
     expectMatch('0.1428571429', '1/7', 'numeric_equal');
     expectMismatch('0.3333', '1/3');
-    assert.equal(compareAnswers('0.3333', '1/3', { relativeTolerance: 1e-3 }).equal, true, 'the tolerance is configurable');
+    assert.equal(
+      compareAnswers('0.3333', '1/3', { relativeTolerance: 1e-3 }).equal,
+      true,
+      'the tolerance is configurable',
+    );
   });
 
   it('fractions in every spelling: \\frac, \\dfrac, \\tfrac, a/b, \\frac12, decimals, mixed numbers', () => {
@@ -195,20 +199,64 @@ describe('answer equivalence: hostile and unreadable input', () => {
 
 describe('answer equivalence: seeded fuzz', () => {
   const FUZZ_SEED = 1234;
-  const PIECES = ['\\frac', '\\sqrt', '\\boxed', '\\left(', '\\right)', '\\text{', '{', '}', '(', ')', '[', ']', '^', '_', '|', ',',
-    '=', '%', '\\%', '$', '1', '2.5', '-', '+', '*', '/', 'x', 'y', 'e', 'i', 'pi', '\\pi', '\\cdot', ' ', '\\', '∞', '½', '−', '\\sin', 'sqrt('];
-  it(`never throws on random token soup (seed ${FUZZ_SEED}), and a text always equals itself`, { timeout: 30_000 }, () => {
-    const random = seededRandom(FUZZ_SEED);
-    for (let i = 0; i < 3_000; i++) {
-      let text = '';
-      const length = 1 + Math.floor(random() * 40);
-      for (let j = 0; j < length; j++) text += PIECES[Math.floor(random() * PIECES.length)];
-      const verdict = compareAnswers(text, '1');
-      assert.ok(typeof verdict.equal === 'boolean', text);
-      if (normalizeAnswer(text) !== '') assert.equal(compareAnswers(text, text).equal, true, text);
-      extractAnswer(text);
-    }
-  });
+  const PIECES = [
+    '\\frac',
+    '\\sqrt',
+    '\\boxed',
+    '\\left(',
+    '\\right)',
+    '\\text{',
+    '{',
+    '}',
+    '(',
+    ')',
+    '[',
+    ']',
+    '^',
+    '_',
+    '|',
+    ',',
+    '=',
+    '%',
+    '\\%',
+    '$',
+    '1',
+    '2.5',
+    '-',
+    '+',
+    '*',
+    '/',
+    'x',
+    'y',
+    'e',
+    'i',
+    'pi',
+    '\\pi',
+    '\\cdot',
+    ' ',
+    '\\',
+    '∞',
+    '½',
+    '−',
+    '\\sin',
+    'sqrt(',
+  ];
+  it(
+    `never throws on random token soup (seed ${FUZZ_SEED}), and a text always equals itself`,
+    { timeout: 30_000 },
+    () => {
+      const random = seededRandom(FUZZ_SEED);
+      for (let i = 0; i < 3_000; i++) {
+        let text = '';
+        const length = 1 + Math.floor(random() * 40);
+        for (let j = 0; j < length; j++) text += PIECES[Math.floor(random() * PIECES.length)];
+        const verdict = compareAnswers(text, '1');
+        assert.ok(typeof verdict.equal === 'boolean', text);
+        if (normalizeAnswer(text) !== '') assert.equal(compareAnswers(text, text).equal, true, text);
+        extractAnswer(text);
+      }
+    },
+  );
 });
 
 describe('LaTeX reader', () => {
@@ -225,7 +273,10 @@ describe('LaTeX reader', () => {
   });
 
   it('throws a LatexError naming what it cannot read', () => {
-    assert.throws(() => latexToExpression('\\int_0^1 x dx'), (err: unknown) => err instanceof LatexError && /\\int/.test(err.message));
+    assert.throws(
+      () => latexToExpression('\\int_0^1 x dx'),
+      (err: unknown) => err instanceof LatexError && /\\int/.test(err.message),
+    );
     assert.throws(() => latexToExpression('\\{1,2\\}'), /sets/);
     assert.throws(() => latexToExpression('\\frac{1}'), /missing|argument/);
     assert.throws(() => latexToExpression(`${'{'.repeat(100)}1${'}'.repeat(100)}`), /deeper than 64/);

@@ -32,18 +32,43 @@ const MIN_VALID_POINTS = 4;
 const SYMBOLIC_RELATIVE_TOLERANCE = 1e-7;
 
 const VULGAR_FRACTIONS: Record<string, string> = {
-  '½': '1/2', '⅓': '1/3', '⅔': '2/3', '¼': '1/4', '¾': '3/4', '⅕': '1/5', '⅖': '2/5', '⅗': '3/5', '⅘': '4/5',
-  '⅙': '1/6', '⅚': '5/6', '⅛': '1/8', '⅜': '3/8', '⅝': '5/8', '⅞': '7/8',
+  '½': '1/2',
+  '⅓': '1/3',
+  '⅔': '2/3',
+  '¼': '1/4',
+  '¾': '3/4',
+  '⅕': '1/5',
+  '⅖': '2/5',
+  '⅗': '3/5',
+  '⅘': '4/5',
+  '⅙': '1/6',
+  '⅚': '5/6',
+  '⅛': '1/8',
+  '⅜': '3/8',
+  '⅝': '5/8',
+  '⅞': '7/8',
 };
 const UNICODE_SYMBOLS: Record<string, string> = {
-  '−': '-', '–': '-', '—': '-', '×': '*', '·': '*', '⋅': '*', '÷': '/', 'π': '\\pi ', '∞': '\\infty ', '√': '\\sqrt ',
-  '\u00a0': ' ', '\u2009': ' ', '\u202f': ' ',
+  '−': '-',
+  '–': '-',
+  '—': '-',
+  '×': '*',
+  '·': '*',
+  '⋅': '*',
+  '÷': '/',
+  π: '\\pi ',
+  '∞': '\\infty ',
+  '√': '\\sqrt ',
+  '\u00a0': ' ',
+  '\u2009': ' ',
+  '\u202f': ' ',
 };
 
 /** Compare an extracted answer with the expected one. */
 export function compareAnswers(answer: string, expected: string, options: EquivalenceOptions = {}): Equivalence {
   const tolerance = { relative: options.relativeTolerance ?? 1e-6, absolute: options.absoluteTolerance ?? 1e-9 };
-  if (answer.length > MAX_ANSWER_CHARS || expected.length > MAX_ANSWER_CHARS) return { equal: false, reason: 'mismatch' };
+  if (answer.length > MAX_ANSWER_CHARS || expected.length > MAX_ANSWER_CHARS)
+    return { equal: false, reason: 'mismatch' };
   let left = normalizeAnswer(answer);
   let right = normalizeAnswer(expected);
   // `x = 5` answers `5` (and the other way round): drop a single-variable left-hand side.
@@ -55,7 +80,8 @@ export function compareAnswers(answer: string, expected: string, options: Equiva
   const leftItems = splitList(left);
   const rightItems = splitList(right);
   if (leftItems || rightItems) {
-    if (!leftItems || !rightItems || leftItems.ordered !== rightItems.ordered) return { equal: false, reason: 'mismatch' };
+    if (!leftItems || !rightItems || leftItems.ordered !== rightItems.ordered)
+      return { equal: false, reason: 'mismatch' };
     return compareLists(leftItems, rightItems, tolerance);
   }
   return compareSingle(left, right, tolerance);
@@ -73,7 +99,8 @@ function compareSingle(left: string, right: string, tolerance: Tolerance): Equiv
     const equal = candidatesOf(leftNumber).some((a) => candidatesOf(rightNumber).some((b) => close(a, b, tolerance)));
     return { equal, reason: equal ? 'numeric_equal' : 'mismatch' };
   }
-  if (canonicalText(stripPercent(left)) === canonicalText(stripPercent(right))) return { equal: true, reason: 'string_equal' };
+  if (canonicalText(stripPercent(left)) === canonicalText(stripPercent(right)))
+    return { equal: true, reason: 'string_equal' };
 
   const leftExpression = readExpression(left);
   const rightExpression = readExpression(right);
@@ -109,7 +136,11 @@ function compareLists(left: ListItems, right: ListItems, tolerance: Tolerance): 
     }
   }
   // The weakest kind of match any element needed names the whole.
-  const reason = reasons.includes('symbolic_equal') ? 'symbolic_equal' : reasons.includes('numeric_equal') ? 'numeric_equal' : 'string_equal';
+  const reason = reasons.includes('symbolic_equal')
+    ? 'symbolic_equal'
+    : reasons.includes('numeric_equal')
+      ? 'numeric_equal'
+      : 'string_equal';
   return { equal: true, reason };
 }
 
@@ -120,8 +151,15 @@ function compareLists(left: ListItems, right: ListItems, tolerance: Tolerance): 
  */
 export function normalizeAnswer(raw: string): string {
   let text = raw.trim().slice(0, MAX_ANSWER_CHARS);
-  text = text.replace(/\*\*/g, '').replace(/^`+|`+$/g, '').trim();
-  text = text.replace(/^\\\[|\\\]$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\$+|\$+$/g, '').trim();
+  text = text
+    .replace(/\*\*/g, '')
+    .replace(/^`+|`+$/g, '')
+    .trim();
+  text = text
+    .replace(/^\\\[|\\\]$/g, '')
+    .replace(/^\\\(|\\\)$/g, '')
+    .replace(/^\$+|\$+$/g, '')
+    .trim();
   // An answer found by another strategy may still be wrapped: `Answer: \boxed{5}`.
   text = text.replace(/^\\(?:boxed|fbox)\s*\{(.*)\}$/s, '$1').trim();
   text = text.replace(/[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]/g, (ch) => ` ${VULGAR_FRACTIONS[ch]!}`);
@@ -132,7 +170,10 @@ export function normalizeAnswer(raw: string): string {
   text = text.replace(/\\[,;:! ]|\\q?quad(?![A-Za-z])|~/g, ' ');
   // A number followed by units, in \text{…} or bare: `5\text{ cm}`, `12 apples`, `7 \mbox{dollars}`.
   // Only after a plain number, and bare words of two letters or more: `2 x` is 2x, not 2 with a unit.
-  const unit = /^(.*?[0-9}%])\s*(?:\\(?:text|textrm|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z\s.^0-9]*\}|\s[A-Za-z]{2,}[A-Za-z\s.]*)$/.exec(text);
+  const unit =
+    /^(.*?[0-9}%])\s*(?:\\(?:text|textrm|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z\s.^0-9]*\}|\s[A-Za-z]{2,}[A-Za-z\s.]*)$/.exec(
+      text,
+    );
   if (unit && plainNumber(unit[1]!)) text = unit[1]!;
   // A whole answer in \text{…} is text (`\text{(A)}`, `\textbf{yes}`); a lone choice letter may be parenthesised.
   text = text.replace(/^\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}$/, '$1').replace(/^\(([A-Za-z])\)$/, '$1');
@@ -202,19 +243,27 @@ export function plainNumber(text: string): PlainNumber | undefined {
   const compact = text.trim();
   const percent = /%$/.test(compact);
   const body = compact.replace(/%$/, '').trim();
-  let match = /^([+-])?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d{1,4}))?$/.exec(body);
+  let match =
+    /^([+-])?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d{1,4}))?$/.exec(
+      body,
+    );
   if (match) {
     const digits = match[2]!.replace(/[, ]/g, '');
     const value = Number(`${match[1] ?? ''}${digits}${match[3] !== undefined ? `e${match[3]}` : ''}`);
     return Number.isFinite(value) ? { value, percent } : undefined;
   }
-  match = /^([+-])?\s*(\d+)\s*\/\s*(\d+)$/.exec(body) ?? /^([+-])?\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}$/.exec(body) ?? /^([+-])?\s*\\frac\s*(\d)(\d)$/.exec(body);
+  match =
+    /^([+-])?\s*(\d+)\s*\/\s*(\d+)$/.exec(body) ??
+    /^([+-])?\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}$/.exec(body) ??
+    /^([+-])?\s*\\frac\s*(\d)(\d)$/.exec(body);
   if (match) {
     const denominator = Number(match[3]);
     if (denominator === 0) return undefined;
     return { value: (match[1] === '-' ? -1 : 1) * (Number(match[2]) / denominator), percent };
   }
-  match = /^([+-])?\s*(\d+)\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}$/.exec(body) ?? /^([+-])?\s*(\d+)\s+(\d+)\s*\/\s*(\d+)$/.exec(body);
+  match =
+    /^([+-])?\s*(\d+)\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}$/.exec(body) ??
+    /^([+-])?\s*(\d+)\s+(\d+)\s*\/\s*(\d+)$/.exec(body);
   if (match) {
     const denominator = Number(match[4]);
     const numerator = Number(match[3]);

@@ -62,9 +62,11 @@ export interface ComplexValue {
 
 /** Parse `text` (mathjs syntax) into a whitelisted tree, or throw an ExpressionError saying what is not allowed. */
 export function parseSafe(text: string): SafeExpression {
-  if (text.length > MAX_EXPRESSION_CHARS) throw new ExpressionError(`expression is longer than ${MAX_EXPRESSION_CHARS} characters`);
+  if (text.length > MAX_EXPRESSION_CHARS)
+    throw new ExpressionError(`expression is longer than ${MAX_EXPRESSION_CHARS} characters`);
   if (!text.trim()) throw new ExpressionError('expression is empty');
-  if (nestingDepth(text) > MAX_NESTING) throw new ExpressionError(`expression nests brackets deeper than ${MAX_NESTING} levels`);
+  if (nestingDepth(text) > MAX_NESTING)
+    throw new ExpressionError(`expression nests brackets deeper than ${MAX_NESTING} levels`);
   let node: MathNode;
   try {
     node = parse(text);
@@ -89,7 +91,8 @@ function checkNode(node: MathNode, variables: Set<string>): MathNode[] {
   const any = node as MathNode & Record<string, unknown>;
   switch (node.type) {
     case 'ConstantNode':
-      if (typeof any.value !== 'number') throw new ExpressionError(`only numbers are allowed, not ${JSON.stringify(any.value)}`);
+      if (typeof any.value !== 'number')
+        throw new ExpressionError(`only numbers are allowed, not ${JSON.stringify(any.value)}`);
       return [];
     case 'SymbolNode': {
       const name = String(any.name);
@@ -110,8 +113,10 @@ function checkNode(node: MathNode, variables: Set<string>): MathNode[] {
       const name = fnNode.type === 'SymbolNode' ? String(fnNode.name) : '';
       const args = any.args as MathNode[];
       const arity = FUNCTIONS[name];
-      if (!arity || !Object.hasOwn(FUNCTIONS, name)) throw new ExpressionError(`the function '${name || '?'}' is not allowed`);
-      if (!arity.includes(args.length)) throw new ExpressionError(`${name} takes ${arity.join(' or ')} argument(s), got ${args.length}`);
+      if (!arity || !Object.hasOwn(FUNCTIONS, name))
+        throw new ExpressionError(`the function '${name || '?'}' is not allowed`);
+      if (!arity.includes(args.length))
+        throw new ExpressionError(`${name} takes ${arity.join(' or ')} argument(s), got ${args.length}`);
       return args;
     }
     default:

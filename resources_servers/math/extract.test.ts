@@ -7,7 +7,10 @@ const found = (text: string, strategies?: ExtractionStrategy[]) => extractAnswer
 describe('answer extraction', () => {
   it('takes the content of \\boxed{…}, nested braces balanced', () => {
     assert.deepEqual(found('So the result is \\boxed{\\frac{3}{4}}.'), { answer: '\\frac{3}{4}', strategy: 'boxed' });
-    assert.deepEqual(found('$\\boxed{\\dfrac{\\sqrt{2}}{\\left(1+x^{2}\\right)}}$')?.answer, '\\dfrac{\\sqrt{2}}{\\left(1+x^{2}\\right)}');
+    assert.deepEqual(
+      found('$\\boxed{\\dfrac{\\sqrt{2}}{\\left(1+x^{2}\\right)}}$')?.answer,
+      '\\dfrac{\\sqrt{2}}{\\left(1+x^{2}\\right)}',
+    );
     assert.equal(found('\\fbox{12}')?.answer, '12');
     assert.equal(found('escaped braces \\boxed{\\{1, 2\\}} stay literal')?.answer, '\\{1, 2\\}');
   });

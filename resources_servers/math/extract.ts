@@ -30,7 +30,8 @@ export interface ExtractedAnswer {
 const STRATEGY_FUNCTIONS: Record<ExtractionStrategy, (text: string) => string | undefined> = {
   boxed: lastBoxed,
   hashes: (text) => lastCapture(/^[ \t]*####[ \t]*(.+)$/gm, text),
-  answer_line: (text) => lastCapture(/^[ \t>*_#-]*(?:final[ \t]+)?answer[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(.+)$/gim, text),
+  answer_line: (text) =>
+    lastCapture(/^[ \t>*_#-]*(?:final[ \t]+)?answer[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(.+)$/gim, text),
   the_answer_is: (text) => {
     const sentence = lastCapture(/\bthe[ \t]+(?:final[ \t]+)?answer[ \t]+is[ \t]*:?[ \t]*(.+)$/gim, text);
     return sentence?.split(/\.\s/)[0]?.replace(/[.!]+$/, '');
@@ -39,7 +40,10 @@ const STRATEGY_FUNCTIONS: Record<ExtractionStrategy, (text: string) => string | 
 };
 
 /** The answer in `text` by the first of `strategies` that finds one, or undefined. */
-export function extractAnswer(text: string, strategies: readonly ExtractionStrategy[] = DEFAULT_EXTRACTION): ExtractedAnswer | undefined {
+export function extractAnswer(
+  text: string,
+  strategies: readonly ExtractionStrategy[] = DEFAULT_EXTRACTION,
+): ExtractedAnswer | undefined {
   const tail = text.length > MAX_SCAN_CHARS ? text.slice(-MAX_SCAN_CHARS) : text;
   for (const strategy of strategies) {
     const found = tidy(STRATEGY_FUNCTIONS[strategy](tail) ?? '');
@@ -50,7 +54,11 @@ export function extractAnswer(text: string, strategies: readonly ExtractionStrat
 
 /** Markdown emphasis and sentence punctuation around an answer are not part of it. */
 function tidy(answer: string): string {
-  return answer.trim().replace(/^(?:\*\*|__)\s*|\s*(?:\*\*|__)$/g, '').replace(/(?<=[^.])[.;,!]$/, '').trim();
+  return answer
+    .trim()
+    .replace(/^(?:\*\*|__)\s*|\s*(?:\*\*|__)$/g, '')
+    .replace(/(?<=[^.])[.;,!]$/, '')
+    .trim();
 }
 
 /** The content of the last balanced `\boxed{…}` / `\fbox{…}`, or of `\boxed X` (one token). */

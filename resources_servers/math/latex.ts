@@ -45,10 +45,46 @@ const PLAIN_FUNCTIONS: Record<string, string> = {
   nthRoot: 'nthRoot',
 };
 const FRACTIONS = new Set(['frac', 'dfrac', 'tfrac', 'cfrac']);
-const TEXT_COMMANDS = new Set(['text', 'textrm', 'textnormal', 'mathrm', 'mathbf', 'textbf', 'mathit', 'textit', 'mbox', 'boldsymbol']);
-const IGNORED_COMMANDS = new Set(['left', 'right', 'big', 'Big', 'bigg', 'Bigg', 'bigl', 'bigr', 'Bigl', 'Bigr', 'displaystyle', 'textstyle', 'limits', 'circ', 'degree', '$']);
+const TEXT_COMMANDS = new Set([
+  'text',
+  'textrm',
+  'textnormal',
+  'mathrm',
+  'mathbf',
+  'textbf',
+  'mathit',
+  'textit',
+  'mbox',
+  'boldsymbol',
+]);
+const IGNORED_COMMANDS = new Set([
+  'left',
+  'right',
+  'big',
+  'Big',
+  'bigg',
+  'Bigg',
+  'bigl',
+  'bigr',
+  'Bigl',
+  'Bigr',
+  'displaystyle',
+  'textstyle',
+  'limits',
+  'circ',
+  'degree',
+  '$',
+]);
 const SPACING_COMMANDS = new Set([',', ';', ':', '!', ' ', 'quad', 'qquad']);
-const SYMBOL_COMMANDS: Record<string, string> = { pi: 'pi', infty: 'Infinity', cdot: '*', times: '*', ast: '*', div: '/', '%': '/100' };
+const SYMBOL_COMMANDS: Record<string, string> = {
+  pi: 'pi',
+  infty: 'Infinity',
+  cdot: '*',
+  times: '*',
+  ast: '*',
+  div: '/',
+  '%': '/100',
+};
 
 function tokenize(latex: string): Token[] {
   const tokens: Token[] = [];
@@ -288,7 +324,8 @@ class Reader {
   }
 
   private skipSpaces(): void {
-    while (this.peekChar(/\s/) || this.peekCommand(' ') || this.peekCommand(',') || this.peekCommand('!')) this.position++;
+    while (this.peekChar(/\s/) || this.peekCommand(' ') || this.peekCommand(',') || this.peekCommand('!'))
+      this.position++;
   }
 
   private peekChar(pattern: RegExp): boolean {
@@ -339,7 +376,8 @@ class Output {
 
   subscript(name: string): void {
     const last = this.parts[this.parts.length - 1];
-    if (!this.lastWasOperand || last === undefined || !/^[A-Za-z]$/.test(last)) throw new LatexError('a subscript must follow a single-letter variable');
+    if (!this.lastWasOperand || last === undefined || !/^[A-Za-z]$/.test(last))
+      throw new LatexError('a subscript must follow a single-letter variable');
     this.parts[this.parts.length - 1] = `${last}_${name}`;
   }
 

@@ -24,7 +24,9 @@ export type MathVerdict = {
 };
 
 export function verifyMath(output: readonly unknown[], expectedAnswer: string, config: MathConfig): MathVerdict {
-  const calculatorCalls = output.filter((item) => isRecord(item) && item.type === 'function_call' && item.name === 'calculator').length;
+  const calculatorCalls = output.filter(
+    (item) => isRecord(item) && item.type === 'function_call' && item.name === 'calculator',
+  ).length;
   const text = finalMessageText(output);
   const extracted = text === undefined ? undefined : extractAnswer(text, config.answerExtraction);
   if (!extracted) {
@@ -62,7 +64,10 @@ export function finalMessageText(output: readonly unknown[]): string | undefined
     if (typeof content === 'string') return content;
     if (!Array.isArray(content)) return undefined;
     return content
-      .filter((part): part is { text: string } => isRecord(part) && part.type === 'output_text' && typeof part.text === 'string')
+      .filter(
+        (part): part is { text: string } =>
+          isRecord(part) && part.type === 'output_text' && typeof part.text === 'string',
+      )
       .map((part) => part.text)
       .join('');
   }

@@ -15,7 +15,14 @@ import { after, test } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { normalizeInput } from '../../src/service/index.js';
-import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService } from '../../src/testing/index.js';
+import {
+  finalAnswer,
+  functionCall,
+  startScriptedService,
+  toolAsk,
+  toolOutputsIn,
+  type ScriptedService,
+} from '../../src/testing/index.js';
 import { eventually } from '../../test/support/wait.js';
 
 const HERE = path.join(installRoot(), 'resources_servers', 'python_stdlib_example');
@@ -52,14 +59,31 @@ interface StartedEnv {
 }
 
 /** `gym env start` until its servers are ready (or it exits). */
-async function startEnv(dir: string, args: string[], env: Record<string, string | undefined> = {}): Promise<StartedEnv> {
+async function startEnv(
+  dir: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<StartedEnv> {
   const headPort = await findFreePort();
   const logDir = path.join(dir, `logs-${headPort}`);
-  const gym = spawnGym(['env', 'start', `+config_paths=[${CONFIG}]`, `++head_server.port=${headPort}`, `++nemo_gym_log_dir=${logDir}`, ...args], { cwd: dir, env });
+  const gym = spawnGym(
+    [
+      'env',
+      'start',
+      `+config_paths=[${CONFIG}]`,
+      `++head_server.port=${headPort}`,
+      `++nemo_gym_log_dir=${logDir}`,
+      ...args,
+    ],
+    { cwd: dir, env },
+  );
   running.push(gym);
   let out = '';
   gym.child.stdout!.on('data', (chunk: string) => (out += chunk));
-  await eventually(() => /^Logs: /m.test(out) || gym.child.exitCode !== null, { what: 'gym env start to be ready', timeoutMs: 60_000 });
+  await eventually(() => /^Logs: /m.test(out) || gym.child.exitCode !== null, {
+    what: 'gym env start to be ready',
+    timeoutMs: 60_000,
+  });
   assert.match(out, /All 2 \/ 2 servers ready/, `${out}\n${gym.stderr()}`);
   return {
     gym,
@@ -104,13 +128,31 @@ test('a Python resources server under gym env start: the listing, and rows that 
     assert.match(pyListing, new RegExp(`python: +${python3} \\(python3 on PATH, the default\\)`));
     const agentListing = listingOf(env.stdout(), 'remote_agent');
     assert.match(agentListing, /dir: .*responses_api_agents\/remote_agent \(tsgym's own\)/);
-    assert.match(agentListing, new RegExp(`command: ${process.execPath} .*dist/responses_api_agents/remote_agent/app\\.js`));
+    assert.match(
+      agentListing,
+      new RegExp(`command: ${process.execPath} .*dist/responses_api_agents/remote_agent/app\\.js`),
+    );
     assert.doesNotMatch(agentListing, /python:/);
     const log = readFileSync(path.join(env.logDir, `${ENV_NAME}.log`), 'utf8');
-    assert.match(log, /the head server's config lists this instance/, 'it read the head server\'s /global_config_dict_yaml');
+    assert.match(
+      log,
+      /the head server's config lists this instance/,
+      "it read the head server's /global_config_dict_yaml",
+    );
 
     const run = await runGym(
-      ['eval', 'run', '--no-serve', `++head_server.port=${env.headPort}`, '-a', 'remote_agent', '-i', DATA, '-o', 'out/rollouts.jsonl'],
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        `++head_server.port=${env.headPort}`,
+        '-a',
+        'remote_agent',
+        '-i',
+        DATA,
+        '-o',
+        'out/rollouts.jsonl',
+      ],
       { cwd: dir },
     );
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
@@ -120,25 +162,41 @@ test('a Python resources server under gym env start: the listing, and rows that 
     for (const row of rows) {
       const input = inputs.find((candidate) => candidate._ng_task_index === row._ng_task_index)!;
       // The verify response (its four declared fields) plus the stamps — nothing from the dataset row merged in.
-      assert.deepEqual(Object.keys(row).sort(), ['_ng_rollout_index', '_ng_task_index', 'agent_ref', 'response', 'responses_create_params', 'reward', 'tool_calls']);
+      assert.deepEqual(Object.keys(row).sort(), [
+        '_ng_rollout_index',
+        '_ng_task_index',
+        'agent_ref',
+        'response',
+        'responses_create_params',
+        'reward',
+        'tool_calls',
+      ]);
       assert.deepEqual(row.responses_create_params, input.responses_create_params);
       assert.equal(row.reward, 1);
       assert.equal(row.tool_calls, 1);
       assert.deepEqual(row.agent_ref, { name: 'remote_agent' });
       const output = (row.response as { output: Array<{ type: string; output?: string }> }).output;
-      assert.deepEqual(output.map((item) => item.type), ['function_call', 'function_call_output', 'message']);
+      assert.deepEqual(
+        output.map((item) => item.type),
+        ['function_call', 'function_call_output', 'message'],
+      );
       assert.match(String(output[1]!.output), new RegExp(`"count": ${String(input.expected_answer)}`));
     }
-    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8')) as Array<{ agent_metrics: Record<string, unknown> }>;
+    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8')) as Array<{
+      agent_metrics: Record<string, unknown>;
+    }>;
     assert.equal(metrics[0]!.agent_metrics['mean/reward'], 1, 'aggregate metrics came from the Python server');
-    const profile = await runGym(['eval', 'profile', '--inputs', 'out/rollouts_materialized_inputs.jsonl', '--rollouts', 'out/rollouts.jsonl'], { cwd: dir });
+    const profile = await runGym(
+      ['eval', 'profile', '--inputs', 'out/rollouts_materialized_inputs.jsonl', '--rollouts', 'out/rollouts.jsonl'],
+      { cwd: dir },
+    );
     assert.equal(profile.code, 0, profile.stderr);
   } finally {
     await env.stop();
   }
 });
 
-test('NeMo Gym conventions: tsgym\'s own remote_agent beats an extra root\'s unless server_dir names it; uv_venv_dir venvs are used', async () => {
+test("NeMo Gym conventions: tsgym's own remote_agent beats an extra root's unless server_dir names it; uv_venv_dir venvs are used", async () => {
   const dir = tempDir('tsgym-pyenv-');
   const service = await letterCountingService();
   // A NeMo Gym-like checkout on NEMO_GYM_EXTRA_ROOTS with its own (Python) responses_api_agents/remote_agent.
@@ -158,10 +216,20 @@ test('NeMo Gym conventions: tsgym\'s own remote_agent beats an extra root\'s unl
   try {
     const agentListing = listingOf(ours.stdout(), 'remote_agent');
     assert.match(agentListing, /dir: .*responses_api_agents\/remote_agent \(tsgym's own\)/);
-    assert.match(agentListing, new RegExp(`not used: ${foreignAgent} \\(same name; set server_dir to run it instead\\)`));
+    assert.match(
+      agentListing,
+      new RegExp(`not used: ${foreignAgent} \\(same name; set server_dir to run it instead\\)`),
+    );
     const pyListing = listingOf(ours.stdout(), ENV_NAME);
-    assert.match(pyListing, new RegExp(`python: +${venv}/bin/python \\(the venv under uv_venv_dir \\(skip_venv_if_present=true\\)\\)`));
-    assert.match(readFileSync(path.join(ours.logDir, `${ENV_NAME}.log`), 'utf8'), new RegExp(`prefix ${venv}\\)`), 'it ran inside the venv');
+    assert.match(
+      pyListing,
+      new RegExp(`python: +${venv}/bin/python \\(the venv under uv_venv_dir \\(skip_venv_if_present=true\\)\\)`),
+    );
+    assert.match(
+      readFileSync(path.join(ours.logDir, `${ENV_NAME}.log`), 'utf8'),
+      new RegExp(`prefix ${venv}\\)`),
+      'it ran inside the venv',
+    );
   } finally {
     await ours.stop();
   }
@@ -170,8 +238,17 @@ test('NeMo Gym conventions: tsgym\'s own remote_agent beats an extra root\'s unl
   try {
     const agentListing = listingOf(theirs.stdout(), 'remote_agent');
     assert.match(agentListing, new RegExp(`dir: +${foreignAgent} \\(server_dir\\)`));
-    assert.match(agentListing, new RegExp(`python: +${python3} \\(python3 on PATH, the default; no venv at ${venvs}/responses_api_agents/remote_agent/\\.venv \\(tsgym never builds one\\)\\)`));
-    assert.match(readFileSync(path.join(theirs.logDir, 'remote_agent.log'), 'utf8'), /remote_agent listening on http:/, 'the extra root\'s server ran');
+    assert.match(
+      agentListing,
+      new RegExp(
+        `python: +${python3} \\(python3 on PATH, the default; no venv at ${venvs}/responses_api_agents/remote_agent/\\.venv \\(tsgym never builds one\\)\\)`,
+      ),
+    );
+    assert.match(
+      readFileSync(path.join(theirs.logDir, 'remote_agent.log'), 'utf8'),
+      /remote_agent listening on http:/,
+      "the extra root's server ran",
+    );
   } finally {
     await theirs.stop();
   }
@@ -180,11 +257,23 @@ test('NeMo Gym conventions: tsgym\'s own remote_agent beats an extra root\'s unl
 test('a named interpreter that does not exist stops gym env start before any server runs, naming the key', async () => {
   const dir = tempDir('tsgym-pyenv-');
   const res = await runGym(
-    ['env', 'start', `+config_paths=[${CONFIG}]`, `${AGENT}.agent_base_url=http://127.0.0.1:9`, `++head_server.port=${await findFreePort()}`,
-      `++${ENV_NAME}.resources_servers.python_stdlib_example.python_executable=/no/such/python`],
+    [
+      'env',
+      'start',
+      `+config_paths=[${CONFIG}]`,
+      `${AGENT}.agent_base_url=http://127.0.0.1:9`,
+      `++head_server.port=${await findFreePort()}`,
+      `++${ENV_NAME}.resources_servers.python_stdlib_example.python_executable=/no/such/python`,
+    ],
     { cwd: dir },
   );
   assert.equal(res.code, 1);
-  assert.match(res.stderr, new RegExp(`^Error: ${ENV_NAME}\\.resources_servers\\.python_stdlib_example\\.python_executable = /no/such/python is not an executable file`, 'm'));
+  assert.match(
+    res.stderr,
+    new RegExp(
+      `^Error: ${ENV_NAME}\\.resources_servers\\.python_stdlib_example\\.python_executable = /no/such/python is not an executable file`,
+      'm',
+    ),
+  );
   assert.doesNotMatch(res.stdout, /Starting/);
 });

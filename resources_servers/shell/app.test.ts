@@ -12,7 +12,13 @@ import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
-import { mountsUnder, pidsMentioning, pidsOfUid, processRunning, sandboxTestsUnavailable } from '../../test/support/sandbox.js';
+import {
+  mountsUnder,
+  pidsMentioning,
+  pidsOfUid,
+  processRunning,
+  sandboxTestsUnavailable,
+} from '../../test/support/sandbox.js';
 import { eventually } from '../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
@@ -47,7 +53,11 @@ class Session {
 }
 
 const params = (text = 'task') => ({ input: [{ role: 'user', content: text }] });
-const verifyBody = (row: Record<string, unknown>) => ({ ...row, responses_create_params: params(), response: placeholderResponse() });
+const verifyBody = (row: Record<string, unknown>) => ({
+  ...row,
+  responses_create_params: params(),
+  response: placeholderResponse(),
+});
 const status = async (url: string): Promise<any> => (await request(`${url}/`, { timeoutMs: 5000 })).json();
 
 describe('shell environment over HTTP', { skip: unavailable }, () => {
@@ -57,7 +67,9 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
 
   before(async () => {
     baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-env-test-'));
-    const running = await createShellServer(shellSettings({ sandbox_base_dir: baseDir, limits: { command_wall_secs: 10 } }, 'shell'));
+    const running = await createShellServer(
+      shellSettings({ sandbox_base_dir: baseDir, limits: { command_wall_secs: 10 } }, 'shell'),
+    );
     const listening = await running.server.app.listen(0, '127.0.0.1');
     url = listening.url;
     close = async () => {
@@ -74,24 +86,44 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
   test('seed → tools → verify on an inline task: reward by the fraction rule, the check never echoed', async () => {
     const task = {
       setup_files: { 'data/in.txt': 'b\na\nc\n' },
-      check_files: { 'check.sh': 'test -f sorted.txt && echo "PASS exists" || echo "FAIL exists"\n[ "$(cat sorted.txt)" = "$(printf \'a\\nb\\nc\')" ] && echo "PASS sorted" || echo "FAIL sorted"\necho "FAIL impossible"\n' },
+      check_files: {
+        'check.sh':
+          'test -f sorted.txt && echo "PASS exists" || echo "FAIL exists"\n[ "$(cat sorted.txt)" = "$(printf \'a\\nb\\nc\')" ] && echo "PASS sorted" || echo "FAIL sorted"\necho "FAIL impossible"\n',
+      },
       reward_rule: 'fraction',
     };
     const session = new Session(url);
     await session.call('seed_session', { task });
     assert.equal((await status(url)).sandboxes_live, 1);
-    assert.deepEqual((await session.call('list_dir', {})).entries.map((e: { name: string; type: string }) => [e.name, e.type]), [['data', 'dir']]);
-    const ran = await session.call('run_command', { command: 'sort data/in.txt > sorted.txt; ls /check; cat sorted.txt' });
+    assert.deepEqual(
+      (await session.call('list_dir', {})).entries.map((e: { name: string; type: string }) => [e.name, e.type]),
+      [['data', 'dir']],
+    );
+    const ran = await session.call('run_command', {
+      command: 'sort data/in.txt > sorted.txt; ls /check; cat sorted.txt',
+    });
     assert.equal(ran.exit_code, 0);
     assert.equal(ran.stdout, 'a\nb\nc\n', 'the check dir does not exist while the agent works');
     assert.match(ran.stderr, /No such file/);
-    assert.deepEqual(Object.keys(ran).sort(), ['duration_ms', 'exit_code', 'limit_exceeded', 'stderr', 'stderr_truncated', 'stdout', 'stdout_truncated']);
+    assert.deepEqual(Object.keys(ran).sort(), [
+      'duration_ms',
+      'exit_code',
+      'limit_exceeded',
+      'stderr',
+      'stderr_truncated',
+      'stdout',
+      'stdout_truncated',
+    ]);
     const verified = await session.call('verify', verifyBody({ task }));
     assert.equal(verified.reward, 2 / 3);
     assert.deepEqual([verified.checks_passed, verified.checks_total, verified.commands_run], [2, 3, 1]);
     assert.ok(verified.sandbox_seconds > 0);
     assert.equal('task' in verified, false, 'the hidden check is dropped from the verify response (C4)');
-    await eventually(async () => (await status(url)).sandboxes_live === 0, { what: 'verify destroys the sandbox', timeoutMs: 5000, intervalMs: 50 });
+    await eventually(async () => (await status(url)).sandboxes_live === 0, {
+      what: 'verify destroys the sandbox',
+      timeoutMs: 5000,
+      intervalMs: 50,
+    });
     assert.equal((await session.post('run_command', { command: 'true' })).status, 409);
   });
 
@@ -112,7 +144,10 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     const killed = await session.call('run_command', { command: 'sleep 3', timeout_secs: 0.3 });
     assert.equal(killed.limit_exceeded, 'wall_time');
     // A command still running at verify (here: one that would break the script the check runs) is killed first.
-    const saboteur = session.post('run_command', { command: 'sleep 2; echo "exit 1" > count_words.sh', timeout_secs: 10 });
+    const saboteur = session.post('run_command', {
+      command: 'sleep 2; echo "exit 1" > count_words.sh',
+      timeout_secs: 10,
+    });
     const verified = await session.call('verify', verifyBody({ task_dir: 'fix-shell-script' }));
     assert.equal(verified.checks_total, 2);
     const stopped = await saboteur;
@@ -128,9 +163,14 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     const traversal = await session.post('seed_session', { task_dir: '../shell' });
     assert.equal(traversal.status, 422);
     assert.match(traversal.text(), /task_dir/);
-    const both = await session.post('seed_session', { task_dir: 'csv-transform', task: { check_files: { 'check.sh': '' } } });
+    const both = await session.post('seed_session', {
+      task_dir: 'csv-transform',
+      task: { check_files: { 'check.sh': '' } },
+    });
     assert.match(both.text(), /exactly one of 'task_dir'/);
-    const escaping = await session.post('seed_session', { task: { setup_files: { '../x': 'x' }, check_files: { 'check.sh': '' } } });
+    const escaping = await session.post('seed_session', {
+      task: { setup_files: { '../x': 'x' }, check_files: { 'check.sh': '' } },
+    });
     assert.equal(escaping.status, 422);
     assert.match(escaping.text(), /relative path without '\.\.'/);
     const silent = { check_files: { 'check.sh': 'echo nothing to see\n' } };
@@ -152,7 +192,8 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
         return [row.task_dir, verified.reward];
       }),
     );
-    for (const [task, reward] of rewards) assert.ok((reward as number) < 1, `${String(task)} untouched scores ${String(reward)}`);
+    for (const [task, reward] of rewards)
+      assert.ok((reward as number) < 1, `${String(task)} untouched scores ${String(reward)}`);
   });
 
   test('data/example.jsonl is what scripts/generate.ts writes from the task dirs, and carries no check', () => {
@@ -176,10 +217,21 @@ interface EnvProcess {
   exited: Promise<number | null>;
 }
 
-async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env, asUid?: number): Promise<EnvProcess> {
+async function startEnvProcess(
+  config: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+  asUid?: number,
+): Promise<EnvProcess> {
   const port = await findFreePort();
-  const dict = { shell_resources_server: { resources_servers: { shell: { entrypoint: 'app.ts', domain: 'agent', host: '127.0.0.1', port, ...config } } } };
-  const command = asUid === undefined ? [process.execPath, APP] : ['setpriv', `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, APP];
+  const dict = {
+    shell_resources_server: {
+      resources_servers: { shell: { entrypoint: 'app.ts', domain: 'agent', host: '127.0.0.1', port, ...config } },
+    },
+  };
+  const command =
+    asUid === undefined
+      ? [process.execPath, APP]
+      : ['setpriv', `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, APP];
   const child = spawn(command[0]!, command.slice(1), {
     env: { ...env, NEMO_GYM_CONFIG_DICT: stringify(dict), NEMO_GYM_CONFIG_PATH: 'shell_resources_server' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -189,7 +241,14 @@ async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.Proc
   child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const listening = await Promise.race([
-    eventually(() => /listening on/.test(printed), { what: 'the listening line', timeoutMs: 15_000, intervalMs: 50 }).then(() => true, () => false),
+    eventually(() => /listening on/.test(printed), {
+      what: 'the listening line',
+      timeoutMs: 15_000,
+      intervalMs: 50,
+    }).then(
+      () => true,
+      () => false,
+    ),
     exited.then(() => false),
   ]);
   return { child, url: listening ? `http://127.0.0.1:${port}` : '', output: () => printed, exited };
@@ -197,18 +256,38 @@ async function startEnvProcess(config: Record<string, unknown>, env: NodeJS.Proc
 
 describe('shell environment process', { skip: unavailable }, () => {
   test('refuses to start, naming what is missing, when bubblewrap is not there — never runs unsandboxed', async () => {
-    const env = await startEnvProcess({ sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nobwrap-')) }, { PATH: '/nonexistent' });
+    const env = await startEnvProcess(
+      { sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nobwrap-')) },
+      { PATH: '/nonexistent' },
+    );
     assert.equal(await env.exited, 1);
-    assert.match(env.output(), /^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: .*bubblewrap \(apt-get install bubblewrap\) is not installed/m);
+    assert.match(
+      env.output(),
+      /^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: .*bubblewrap \(apt-get install bubblewrap\) is not installed/m,
+    );
     assert.doesNotMatch(env.output(), /\n\s+at /, 'no stack trace');
   });
 
-  test('as any user but root it refuses in one paragraph saying it needs root and how to start it — never runs unsandboxed', { skip: readableBy(NOBODY, APP) ? false : 'this checkout is out of reach of an unprivileged user' }, async () => {
-    const env = await startEnvProcess({ sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nonroot-')) }, process.env, NOBODY);
-    assert.equal(await env.exited, 1);
-    assert.match(env.output(), new RegExp(`^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: it must run as root \\(this process runs as uid ${NOBODY}\\), .*start it as root, with sudo or in a container that runs as root\\.$`, 'm'));
-    assert.equal(env.output().trim().split('\n').length, 1, `one paragraph:\n${env.output()}`);
-  });
+  test(
+    'as any user but root it refuses in one paragraph saying it needs root and how to start it — never runs unsandboxed',
+    { skip: readableBy(NOBODY, APP) ? false : 'this checkout is out of reach of an unprivileged user' },
+    async () => {
+      const env = await startEnvProcess(
+        { sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nonroot-')) },
+        process.env,
+        NOBODY,
+      );
+      assert.equal(await env.exited, 1);
+      assert.match(
+        env.output(),
+        new RegExp(
+          `^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: it must run as root \\(this process runs as uid ${NOBODY}\\), .*start it as root, with sudo or in a container that runs as root\\.$`,
+          'm',
+        ),
+      );
+      assert.equal(env.output().trim().split('\n').length, 1, `one paragraph:\n${env.output()}`);
+    },
+  );
 
   test('a bad limit in the config is a one-line config error naming the key', async () => {
     const env = await startEnvProcess({ limits: { memroy_bytes: 5 } });
@@ -221,17 +300,31 @@ describe('shell environment process', { skip: unavailable }, () => {
     const env = await startEnvProcess({ sandbox_base_dir: baseDir, session_idle_timeout_secs: 1 });
     try {
       // The "collector": seeds three sessions, starts a long command in one, and is killed mid-rollout.
-      const collector = spawn(process.execPath, ['--input-type=module', '-e', collectorScript(env.url)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const collector = spawn(process.execPath, ['--input-type=module', '-e', collectorScript(env.url)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let said = '';
       collector.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
-      await eventually(() => said.includes('seeded'), { what: 'the collector seeded its sessions', timeoutMs: 10_000, intervalMs: 50 });
+      await eventually(() => said.includes('seeded'), {
+        what: 'the collector seeded its sessions',
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
       assert.equal((await status(env.url)).sandboxes_live, 3);
       collector.kill('SIGKILL');
-      await eventually(async () => (await status(env.url)).sandboxes_live === 0, { what: 'every sandbox is destroyed after expiry', timeoutMs: 10_000, intervalMs: 50 });
+      await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
+        what: 'every sandbox is destroyed after expiry',
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
       const owner = readdirSync(baseDir);
       assert.equal(owner.length, 1);
       assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
-      await eventually(() => pidsMentioning(baseDir).length === 0, { what: 'no sandbox process is left', timeoutMs: 5000, intervalMs: 50 });
+      await eventually(() => pidsMentioning(baseDir).length === 0, {
+        what: 'no sandbox process is left',
+        timeoutMs: 5000,
+        intervalMs: 50,
+      });
     } finally {
       env.child.kill('SIGTERM');
       await env.exited;
@@ -257,7 +350,11 @@ describe('shell environment process', { skip: unavailable }, () => {
     assert.equal(uids.length, 2);
     assert.equal(mountsUnder(path.join(baseDir, ownerDir!)).length, 2, 'a SIGKILLed environment leaves its mounts');
     const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);
-    await eventually(gone, { what: 'bwrap --die-with-parent takes the running sandbox down with the environment', timeoutMs: 5000, intervalMs: 50 });
+    await eventually(gone, {
+      what: 'bwrap --die-with-parent takes the running sandbox down with the environment',
+      timeoutMs: 5000,
+      intervalMs: 50,
+    });
 
     const second = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
@@ -278,13 +375,34 @@ describe('shell environment process', { skip: unavailable }, () => {
     const env = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
       const sessions = Array.from({ length: 32 }, () => new Session(env.url));
-      await Promise.all(sessions.map((session, i) => session.call('seed_session', { task: { setup_files: { 'me.txt': `${i}` }, check_files: { 'check.sh': `[ "$(cat me.txt)" = "${i}" ] && echo PASS mine || echo FAIL mine\n` } } })));
+      await Promise.all(
+        sessions.map((session, i) =>
+          session.call('seed_session', {
+            task: {
+              setup_files: { 'me.txt': `${i}` },
+              check_files: { 'check.sh': `[ "$(cat me.txt)" = "${i}" ] && echo PASS mine || echo FAIL mine\n` },
+            },
+          }),
+        ),
+      );
       assert.equal((await status(env.url)).sandboxes_live, 32);
-      const seen = await Promise.all(sessions.map((session) => session.call('run_command', { command: 'cat me.txt; ls /work | wc -l' })));
-      assert.deepEqual(seen.map((r) => r.stdout), sessions.map((_, i) => `${i}1\n`));
+      const seen = await Promise.all(
+        sessions.map((session) => session.call('run_command', { command: 'cat me.txt; ls /work | wc -l' })),
+      );
+      assert.deepEqual(
+        seen.map((r) => r.stdout),
+        sessions.map((_, i) => `${i}1\n`),
+      );
       const verified = await Promise.all(sessions.map((session) => session.call('verify', verifyBody({}))));
-      assert.deepEqual(verified.map((v) => v.reward), sessions.map(() => 1));
-      await eventually(async () => (await status(env.url)).sandboxes_live === 0, { what: 'every sandbox is destroyed after verify', timeoutMs: 5000, intervalMs: 50 });
+      assert.deepEqual(
+        verified.map((v) => v.reward),
+        sessions.map(() => 1),
+      );
+      await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
+        what: 'every sandbox is destroyed after verify',
+        timeoutMs: 5000,
+        intervalMs: 50,
+      });
     } finally {
       env.child.kill('SIGTERM');
       await env.exited;

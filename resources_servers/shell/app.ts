@@ -1,7 +1,14 @@
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineEnvironment, EnvironmentServer, isMainModule, ToolError, z, type Environment } from '../../src/environment/index.js';
+import {
+  defineEnvironment,
+  EnvironmentServer,
+  isMainModule,
+  ToolError,
+  z,
+  type Environment,
+} from '../../src/environment/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { HttpError } from '../../src/http/server.js';
 import { serveInstance } from '../../src/server/serve.js';
@@ -46,7 +53,9 @@ export interface ShellEnvironmentOptions {
 const MAX_READ_BYTES = 1024 * 1024;
 const MAX_LIST_ENTRIES = 1000;
 
-export function createShellEnvironment(options: ShellEnvironmentOptions): Environment<z.infer<typeof TaskRow>, ShellState> {
+export function createShellEnvironment(
+  options: ShellEnvironmentOptions,
+): Environment<z.infer<typeof TaskRow>, ShellState> {
   const { sandboxes } = options;
   const tasksDir = options.tasksDir ?? DEFAULT_TASKS_DIR;
   const checkTimeoutSecs = options.checkTimeoutSecs ?? 60;
@@ -61,7 +70,10 @@ export function createShellEnvironment(options: ShellEnvironmentOptions): Enviro
       try {
         task = taskFromRow(row, tasksDir);
       } catch (err) {
-        if (err instanceof TaskError) throw new HttpError(422, [{ type: 'value_error', loc: ['body', row.task ? 'task' : 'task_dir'], msg: err.message }]);
+        if (err instanceof TaskError)
+          throw new HttpError(422, [
+            { type: 'value_error', loc: ['body', row.task ? 'task' : 'task_dir'], msg: err.message },
+          ]);
         throw err;
       }
       return { task, sandbox: await sandboxes.create(task.setupFiles) };
@@ -72,11 +84,23 @@ export function createShellEnvironment(options: ShellEnvironmentOptions): Enviro
           'Run a shell command (/bin/sh -c) in the work dir /work of your sandbox (no network; python3, coreutils, grep, sed, awk). ' +
           'Returns exit_code, stdout, stderr, stdout_truncated, stderr_truncated, duration_ms, and limit_exceeded naming the limit when one stopped it.',
         input: z.object({
-          command: z.string().min(1).max(64 * 1024).describe('the shell command'),
-          timeout_secs: z.number().positive().max(maxWallSecs).optional().describe(`wall-clock limit in seconds (at most ${maxWallSecs})`),
+          command: z
+            .string()
+            .min(1)
+            .max(64 * 1024)
+            .describe('the shell command'),
+          timeout_secs: z
+            .number()
+            .positive()
+            .max(maxWallSecs)
+            .optional()
+            .describe(`wall-clock limit in seconds (at most ${maxWallSecs})`),
         }),
         run: async ({ command, timeout_secs }, { state }) => {
-          const result = await state.sandbox.runCommand(command, timeout_secs === undefined ? {} : { timeoutSecs: timeout_secs });
+          const result = await state.sandbox.runCommand(
+            command,
+            timeout_secs === undefined ? {} : { timeoutSecs: timeout_secs },
+          );
           const { cpu_ms: _cpu, ...shown } = result;
           return shown;
         },
@@ -85,27 +109,43 @@ export function createShellEnvironment(options: ShellEnvironmentOptions): Enviro
         description: 'Read a text file of the work dir (path relative to /work). Returns content, size and truncated.',
         input: z.object({
           path: z.string().min(1).max(4096).describe('path relative to the work dir'),
-          max_bytes: z.int().positive().max(MAX_READ_BYTES).optional().describe(`read at most this many bytes (default and cap ${MAX_READ_BYTES})`),
+          max_bytes: z
+            .int()
+            .positive()
+            .max(MAX_READ_BYTES)
+            .optional()
+            .describe(`read at most this many bytes (default and cap ${MAX_READ_BYTES})`),
         }),
-        run: async ({ path: file, max_bytes }, { state }) => answerOf(await state.sandbox.readFile(file, max_bytes ?? MAX_READ_BYTES)),
+        run: async ({ path: file, max_bytes }, { state }) =>
+          answerOf(await state.sandbox.readFile(file, max_bytes ?? MAX_READ_BYTES)),
       }),
       write_file: tool({
-        description: 'Create or replace a file of the work dir (path relative to /work; parent dirs are created). Returns bytes_written.',
+        description:
+          'Create or replace a file of the work dir (path relative to /work; parent dirs are created). Returns bytes_written.',
         input: z.object({
           path: z.string().min(1).max(4096).describe('path relative to the work dir'),
-          content: z.string().max(8 * 1024 * 1024).describe('the whole new content (UTF-8)'),
+          content: z
+            .string()
+            .max(8 * 1024 * 1024)
+            .describe('the whole new content (UTF-8)'),
         }),
         run: async ({ path: file, content }, { state }) => answerOf(await state.sandbox.writeFile(file, content)),
       }),
       list_dir: tool({
-        description: 'List a directory of the work dir (path relative to /work; default the work dir). Returns entries {name, type, size}.',
-        input: z.object({ path: z.string().max(4096).optional().describe('directory relative to the work dir (default .)') }),
+        description:
+          'List a directory of the work dir (path relative to /work; default the work dir). Returns entries {name, type, size}.',
+        input: z.object({
+          path: z.string().max(4096).optional().describe('directory relative to the work dir (default .)'),
+        }),
         run: async ({ path: dir }, { state }) => answerOf(await state.sandbox.listDir(dir ?? '.', MAX_LIST_ENTRIES)),
       }),
     }),
     verify: async ({ state }) => {
       if (!state) {
-        throw new HttpError(409, '/verify: this session has no sandbox — it was never seeded, was already verified, or expired; nothing can be checked');
+        throw new HttpError(
+          409,
+          '/verify: this session has no sandbox — it was never seeded, was already verified, or expired; nothing can be checked',
+        );
       }
       const { task, sandbox } = state;
       const usage = { ...sandbox.usage };
@@ -118,12 +158,21 @@ export function createShellEnvironment(options: ShellEnvironmentOptions): Enviro
         checks_total: score.total,
         commands_run: usage.commandsRun,
         sandbox_seconds: Math.round(usage.wallMs) / 1000,
-        ...(score.total === 0 ? { check_error: check.limit_exceeded ? `the check was stopped by the ${check.limit_exceeded} limit` : `the check reported no PASS/FAIL line (exit ${check.exit_code})` } : {}),
+        ...(score.total === 0
+          ? {
+              check_error: check.limit_exceeded
+                ? `the check was stopped by the ${check.limit_exceeded} limit`
+                : `the check reported no PASS/FAIL line (exit ${check.exit_code})`,
+            }
+          : {}),
       };
     },
     dropFields: ['task'],
     dispose: (state) => state.sandbox.destroy(),
-    sessions: { idleTimeoutSecs: options.idleTimeoutSecs ?? 600, ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}) },
+    sessions: {
+      idleTimeoutSecs: options.idleTimeoutSecs ?? 600,
+      ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
+    },
   });
 }
 
@@ -156,7 +205,9 @@ const ShellConfig = z.looseObject({
   check_timeout_secs: z.number().positive().optional(),
   session_idle_timeout_secs: z.number().positive().optional(),
   max_sessions: z.int().positive().optional(),
-  limits: z.strictObject(Object.fromEntries(Object.keys(LIMIT_KEYS).map((key) => [key, z.int().positive().optional()]))).optional(),
+  limits: z
+    .strictObject(Object.fromEntries(Object.keys(LIMIT_KEYS).map((key) => [key, z.int().positive().optional()])))
+    .optional(),
 });
 
 export interface ShellServerSettings {
@@ -169,7 +220,11 @@ export interface ShellServerSettings {
 }
 
 /** The instance's config block as settings; a bad key is a config error naming it. */
-export function shellSettings(config: Record<string, unknown>, instanceName: string, configDir = process.cwd()): ShellServerSettings {
+export function shellSettings(
+  config: Record<string, unknown>,
+  instanceName: string,
+  configDir = process.cwd(),
+): ShellServerSettings {
   const parsed = ShellConfig.safeParse(config);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -180,10 +235,13 @@ export function shellSettings(config: Record<string, unknown>, instanceName: str
   }
   const block = parsed.data;
   const limits: Partial<SandboxLimits> = {};
-  for (const [key, value] of Object.entries(block.limits ?? {})) if (typeof value === 'number') limits[LIMIT_KEYS[key]!] = value;
+  for (const [key, value] of Object.entries(block.limits ?? {}))
+    if (typeof value === 'number') limits[LIMIT_KEYS[key]!] = value;
   return {
     tasksDir: block.tasks_dir ? path.resolve(configDir, block.tasks_dir) : DEFAULT_TASKS_DIR,
-    baseDir: block.sandbox_base_dir ? path.resolve(configDir, block.sandbox_base_dir) : path.join(os.tmpdir(), 'tsgym-shell', instanceName),
+    baseDir: block.sandbox_base_dir
+      ? path.resolve(configDir, block.sandbox_base_dir)
+      : path.join(os.tmpdir(), 'tsgym-shell', instanceName),
     limits,
     ...(block.check_timeout_secs ? { checkTimeoutSecs: block.check_timeout_secs } : {}),
     ...(block.session_idle_timeout_secs ? { idleTimeoutSecs: block.session_idle_timeout_secs } : {}),
@@ -192,7 +250,10 @@ export function shellSettings(config: Record<string, unknown>, instanceName: str
 }
 
 /** The environment's server: opens the sandbox host first (refusing to start without one), and reports live sandboxes. */
-export async function createShellServer(settings: ShellServerSettings, instanceName = 'shell'): Promise<{ server: EnvironmentServer; host: SandboxHost; close(): Promise<void> }> {
+export async function createShellServer(
+  settings: ShellServerSettings,
+  instanceName = 'shell',
+): Promise<{ server: EnvironmentServer; host: SandboxHost; close(): Promise<void> }> {
   const host = await openSandboxHost({ baseDir: settings.baseDir, limits: settings.limits });
   const environment = createShellEnvironment({
     sandboxes: host,

@@ -29,14 +29,24 @@ const MAX_TASK_BYTES = 32 * 1024 * 1024;
 
 /** A path inside the work dir (or the check dir) as a task may name it: relative, no `..`, no empty part, no NUL. */
 function isTaskPath(p: string): boolean {
-  return p.length > 0 && p.length <= 4096 && !p.startsWith('/') && !p.includes('\0') && p.split('/').every((part) => part !== '' && part !== '..');
+  return (
+    p.length > 0 &&
+    p.length <= 4096 &&
+    !p.startsWith('/') &&
+    !p.includes('\0') &&
+    p.split('/').every((part) => part !== '' && part !== '..')
+  );
 }
 
 const Files = z.record(z.string(), z.string()).superRefine((files, ctx) => {
   const names = Object.keys(files);
   if (names.length > MAX_FILES) ctx.addIssue({ code: 'custom', message: `at most ${MAX_FILES} files` });
   const bad = names.find((name) => !isTaskPath(name));
-  if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(bad)} must be a relative path without '..', empty parts or NUL` });
+  if (bad !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      message: `${JSON.stringify(bad)} must be a relative path without '..', empty parts or NUL`,
+    });
 });
 
 const RewardRuleSchema = z.enum(['all', 'fraction']);
@@ -49,14 +59,20 @@ export const InlineTask = z.object({
   reward_rule: RewardRuleSchema.optional(),
 });
 
-const TaskJson = z.object({ reward_rule: RewardRuleSchema.optional(), check_command: z.string().min(1).max(4096).optional() });
+const TaskJson = z.object({
+  reward_rule: RewardRuleSchema.optional(),
+  check_command: z.string().min(1).max(4096).optional(),
+});
 
 /** What /seed_session reads from the row: exactly one of `task_dir` and `task`. */
 export const TaskRow = z
   .looseObject({
     task_dir: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be the plain name of a directory under the tasks dir (letters, digits, _ . -)')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
+        'must be the plain name of a directory under the tasks dir (letters, digits, _ . -)',
+      )
       .optional(),
     task: InlineTask.optional(),
   })
@@ -96,7 +112,10 @@ export function loadTaskDir(tasksDir: string, name: string): ShellTask {
   try {
     meta = TaskJson.parse(JSON.parse(readFileSync(path.join(dir, 'task.json'), 'utf8')));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new TaskError(`task_dir '${name}': task.json is invalid: ${err instanceof Error ? err.message : String(err)}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new TaskError(
+        `task_dir '${name}': task.json is invalid: ${err instanceof Error ? err.message : String(err)}`,
+      );
   }
   const task: ShellTask = {
     id: name,
@@ -136,8 +155,12 @@ function readTree(root: string): Record<string, string> {
 }
 
 function assertSize(task: ShellTask, where: string): void {
-  const bytes = [...Object.values(task.setupFiles), ...Object.values(task.checkFiles)].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
-  if (bytes > MAX_TASK_BYTES) throw new TaskError(`${where}: its files total ${bytes} bytes, more than ${MAX_TASK_BYTES}`);
+  const bytes = [...Object.values(task.setupFiles), ...Object.values(task.checkFiles)].reduce(
+    (sum, text) => sum + Buffer.byteLength(text),
+    0,
+  );
+  if (bytes > MAX_TASK_BYTES)
+    throw new TaskError(`${where}: its files total ${bytes} bytes, more than ${MAX_TASK_BYTES}`);
 }
 
 export interface CheckScore {

@@ -29,7 +29,10 @@ describe('workplace environment over HTTP', () => {
 
   const post = (path: string, body: unknown, jar: CookieJar): Promise<HttpResponse> =>
     request(`${env.url}${path}`, { method: 'POST', json: body, jar, timeoutMs: 5_000 });
-  const verifyBody = (row: WorkplaceRow, output: unknown[] = []) => ({ ...row, response: { ...placeholderResponse(), output: [...output, ...placeholderResponse().output] } });
+  const verifyBody = (row: WorkplaceRow, output: unknown[] = []) => ({
+    ...row,
+    response: { ...placeholderResponse(), output: [...output, ...placeholderResponse().output] },
+  });
 
   /** The first example row: move a 1:1 with a named person and e-mail them the new slot. */
   const row = rows[0]!;
@@ -39,11 +42,24 @@ describe('workplace environment over HTTP', () => {
   ];
 
   test('the rows declare exactly the environment’s eleven tools', () => {
-    assert.deepEqual(WORKPLACE_TOOLS.map((tool) => tool.name), [
-      'search_emails', 'read_email', 'send_email', 'list_events', 'create_event', 'update_event', 'delete_event',
-      'find_contacts', 'list_tasks', 'create_task', 'complete_task',
-    ]);
-    for (const example of rows) assert.deepEqual(example.responses_create_params.tools, JSON.parse(JSON.stringify(WORKPLACE_TOOLS)));
+    assert.deepEqual(
+      WORKPLACE_TOOLS.map((tool) => tool.name),
+      [
+        'search_emails',
+        'read_email',
+        'send_email',
+        'list_events',
+        'create_event',
+        'update_event',
+        'delete_event',
+        'find_contacts',
+        'list_tasks',
+        'create_task',
+        'complete_task',
+      ],
+    );
+    for (const example of rows)
+      assert.deepEqual(example.responses_create_params.tools, JSON.parse(JSON.stringify(WORKPLACE_TOOLS)));
   });
 
   test('seed, act through the tools, verify: reward 1, and the row keeps neither the office nor the answer key', async () => {
@@ -53,7 +69,11 @@ describe('workplace environment over HTTP', () => {
     assert.equal(update.status, 200, update.text());
     const date = move.fields.start.slice(0, 10);
     const time = move.fields.start.slice(11);
-    const sent = await post('/send_email', { to: tell.recipients, subject: 'New slot', body: `Moved to ${date} at ${time}.` }, jar);
+    const sent = await post(
+      '/send_email',
+      { to: tell.recipients, subject: 'New slot', body: `Moved to ${date} at ${time}.` },
+      jar,
+    );
     assert.equal(sent.status, 200, sent.text());
 
     const calls = [
@@ -67,7 +87,14 @@ describe('workplace environment over HTTP', () => {
     const result = res.json() as Record<string, unknown>;
     assert.equal(result.reward, 1);
     assert.deepEqual(
-      [result.state_checks_passed, result.state_checks_total, result.state_check_fraction, result.unexpected_changes, result.tool_calls, result.tool_errors],
+      [
+        result.state_checks_passed,
+        result.state_checks_total,
+        result.state_check_fraction,
+        result.unexpected_changes,
+        result.tool_calls,
+        result.tool_errors,
+      ],
       [2, 2, 1, 0, 2, 1],
     );
     assert.equal(result.task_id, row.task_id);
@@ -126,7 +153,11 @@ describe('workplace environment over HTTP', () => {
     const res = await post('/seed_session', broken, new CookieJar());
     assert.equal(res.status, 422);
     assert.match(res.text(), /office\.events\.0\.start/);
-    const missing = await post('/seed_session', { responses_create_params: row.responses_create_params }, new CookieJar());
+    const missing = await post(
+      '/seed_session',
+      { responses_create_params: row.responses_create_params },
+      new CookieJar(),
+    );
     assert.equal(missing.status, 422);
     assert.match(missing.text(), /office/);
   });

@@ -1,4 +1,11 @@
-import { defineEnvironment, EnvironmentServer, isMainModule, runEnvironment, ToolError, z } from '../../src/environment/index.js';
+import {
+  defineEnvironment,
+  EnvironmentServer,
+  isMainModule,
+  runEnvironment,
+  ToolError,
+  z,
+} from '../../src/environment/index.js';
 import { HttpError } from '../../src/http/server.js';
 import { cloneOffice, OfficeSchema, type Office } from './office.js';
 import { runParsedTool, TOOL_DESCRIPTIONS, ToolArgs, type OfficeSession, type ToolName } from './tools.js';
@@ -21,7 +28,11 @@ interface WorkplaceState extends OfficeSession {
 export const workplaceEnvironment = defineEnvironment({
   name: 'workplace',
   seedRow: z.looseObject({ office: OfficeSchema }),
-  createState: ({ office }): WorkplaceState => ({ before: cloneOffice(office), office: cloneOffice(office), nextId: 0 }),
+  createState: ({ office }): WorkplaceState => ({
+    before: cloneOffice(office),
+    office: cloneOffice(office),
+    nextId: 0,
+  }),
   // As the counter does: a session seeded twice keeps its first office (and whatever the tools did to it).
   reseed: 'keep',
   tools: (tool) =>

@@ -27,21 +27,49 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
   const service = await startWorkplaceSolverService({ port: 0 });
   const dir = tempDir('tsgym-workplace-e2e-');
   const headPort = await findFreePort();
-  const env = spawn(process.execPath, [GYM_BIN, 'env', 'start', `+config_paths=[${CONFIG}]`, `${AGENT_URL}=${service.url}`, `++head_server.port=${headPort}`], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const env = spawn(
+    process.execPath,
+    [
+      GYM_BIN,
+      'env',
+      'start',
+      `+config_paths=[${CONFIG}]`,
+      `${AGENT_URL}=${service.url}`,
+      `++head_server.port=${headPort}`,
+    ],
+    {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   env.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   env.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => env.once('exit', (code) => resolve(code)));
   try {
-    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.exitCode !== null, { what: 'gym env start to report ready', timeoutMs: 20_000 });
+    await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.exitCode !== null, {
+      what: 'gym env start to report ready',
+      timeoutMs: 20_000,
+    });
     assert.match(stdout, /All 2 \/ 2 servers ready/, `${stdout}\n${stderr}`);
     assert.match(stdout, /workplace_resources_server/);
 
-    const res = await runGym(['eval', 'run', '--no-serve', `++head_server.port=${headPort}`, '-a', 'remote_agent', '-i', EXAMPLES, '-o', 'out/rollouts.jsonl'], { cwd: dir });
+    const res = await runGym(
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        `++head_server.port=${headPort}`,
+        '-a',
+        'remote_agent',
+        '-i',
+        EXAMPLES,
+        '-o',
+        'out/rollouts.jsonl',
+      ],
+      { cwd: dir },
+    );
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
     assert.match(res.stdout, /7 tasks, 7 rollouts expected: 7 completed, 0 failed/);
     assert.match(res.stdout, /Mean reward 1\.0000 over 7 completed/);
@@ -57,7 +85,11 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
     const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
     assert.equal(metrics[0].key_metrics['mean/reward'], 1);
     // The materialized inputs keep the full rows, answer key included, for anyone auditing a score.
-    assert.ok(readJsonl(path.join(dir, 'out/rollouts_materialized_inputs.jsonl')).every((row) => Array.isArray(row.expected_changes)));
+    assert.ok(
+      readJsonl(path.join(dir, 'out/rollouts_materialized_inputs.jsonl')).every((row) =>
+        Array.isArray(row.expected_changes),
+      ),
+    );
   } finally {
     env.kill('SIGINT');
     assert.equal(await exited, 0, stderr);
@@ -79,25 +111,45 @@ test('an agent that forgets the e-mails: reward 0 on those rows, partial credit 
   try {
     const dir = tempDir('tsgym-workplace-e2e-');
     const res = await runGym(
-      ['eval', 'run', `+config_paths=[${CONFIG}]`, `${AGENT_URL}=${forgetful.url}`, `++head_server.port=${await findFreePort()}`, '-a', 'remote_agent', '-i', EXAMPLES, '-o', 'out/r.jsonl'],
+      [
+        'eval',
+        'run',
+        `+config_paths=[${CONFIG}]`,
+        `${AGENT_URL}=${forgetful.url}`,
+        `++head_server.port=${await findFreePort()}`,
+        '-a',
+        'remote_agent',
+        '-i',
+        EXAMPLES,
+        '-o',
+        'out/r.jsonl',
+      ],
       { cwd: dir },
     );
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
     const rollouts = readJsonl(path.join(dir, 'out/r.jsonl'));
     assert.equal(rollouts.length, 7);
     for (const row of rollouts) {
-      const needsEmail = (row.subtasks as string[]).some((kind) => kind.endsWith('_notify') || kind === 'share_location');
+      const needsEmail = (row.subtasks as string[]).some(
+        (kind) => kind.endsWith('_notify') || kind === 'share_location',
+      );
       assert.equal(row.reward, needsEmail ? 0 : 1, String(row.task_id));
       if (needsEmail) {
         assert.ok((row.state_checks_passed as number) < (row.state_checks_total as number));
-        assert.ok((row.failed_checks as string[]).every((line) => /e-mail sent to .*: no e-mail was sent/.test(line)), JSON.stringify(row.failed_checks));
+        assert.ok(
+          (row.failed_checks as string[]).every((line) => /e-mail sent to .*: no e-mail was sent/.test(line)),
+          JSON.stringify(row.failed_checks),
+        );
       }
     }
     const metrics = JSON.parse(readFileSync(path.join(dir, 'out/r_aggregate_metrics.json'), 'utf8'));
     const fraction = metrics[0].agent_metrics['mean/state_check_fraction'] as number;
     assert.ok(fraction > 0 && fraction < 1, `mean/state_check_fraction ${fraction}`);
     assert.equal(metrics[0].agent_metrics['mean/unexpected_changes'], 0);
-    assert.ok((metrics[0].agent_metrics['mean/reward'] as number) < fraction, 'exact-match reward sits below the partial credit');
+    assert.ok(
+      (metrics[0].agent_metrics['mean/reward'] as number) < fraction,
+      'exact-match reward sits below the partial credit',
+    );
     // Per difficulty: the one-change rows without e-mail pass, the five-change row (two e-mails) does not.
     assert.equal(metrics[0].key_metrics['mean/reward@difficulty_5'], 0);
     assert.equal(metrics[0].key_metrics['mean/state_check_fraction@difficulty_5'], 0.6);

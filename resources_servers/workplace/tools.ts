@@ -30,14 +30,17 @@ export interface OfficeSession {
 
 export type ToolResult = Record<string, unknown>;
 
-const dateTime = (what: string) => z.string().max(40).describe(`${what}, local time as YYYY-MM-DDTHH:MM (e.g. 2026-03-13T14:00)`);
+const dateTime = (what: string) =>
+  z.string().max(40).describe(`${what}, local time as YYYY-MM-DDTHH:MM (e.g. 2026-03-13T14:00)`);
 const date = (what: string) => z.string().max(20).describe(`${what} as YYYY-MM-DD`);
 const addresses = (what: string) => z.array(z.string().max(320)).max(50).describe(what);
 const query = (what: string) => z.string().max(500).describe(what);
 
 export const ToolArgs = {
   search_emails: z.object({
-    query: query('Words that must all appear in the sender, subject or body (case-insensitive). Omit to list everything.').optional(),
+    query: query(
+      'Words that must all appear in the sender, subject or body (case-insensitive). Omit to list everything.',
+    ).optional(),
     from: query('Only e-mails whose sender name or address contains this text.').optional(),
     folder: z.enum(['inbox', 'sent', 'all']).optional().describe('Which folder to search (default inbox).'),
     limit: z.int().min(1).max(50).optional().describe('At most this many results, newest first (default 10).'),
@@ -104,7 +107,11 @@ export const TOOL_DESCRIPTIONS: Record<ToolName, string> = {
 const error = (message: string): ToolResult => ({ error: message });
 
 function words(value: string | undefined): string[] {
-  return value === undefined ? [] : normalizeText(value).split(' ').filter((word) => word !== '');
+  return value === undefined
+    ? []
+    : normalizeText(value)
+        .split(' ')
+        .filter((word) => word !== '');
 }
 
 function matchesAll(haystack: string, needles: readonly string[]): boolean {
@@ -156,7 +163,9 @@ function taskView(task: Task): ToolResult {
 export const MAX_OFFICE_ITEMS = 1_000;
 
 function full(items: readonly unknown[], what: string): ToolResult | undefined {
-  return items.length >= MAX_OFFICE_ITEMS ? error(`the ${what} is full (${MAX_OFFICE_ITEMS} items): nothing was added`) : undefined;
+  return items.length >= MAX_OFFICE_ITEMS
+    ? error(`the ${what} is full (${MAX_OFFICE_ITEMS} items): nothing was added`)
+    : undefined;
 }
 
 function newId(session: OfficeSession, prefix: string): string {
@@ -216,15 +225,19 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
   },
 
   list_events(args, { office }) {
-    if (args.start_date !== undefined && !isValidDate(args.start_date)) return error(`start_date '${args.start_date}' is not a date of the form YYYY-MM-DD`);
-    if (args.end_date !== undefined && !isValidDate(args.end_date)) return error(`end_date '${args.end_date}' is not a date of the form YYYY-MM-DD`);
+    if (args.start_date !== undefined && !isValidDate(args.start_date))
+      return error(`start_date '${args.start_date}' is not a date of the form YYYY-MM-DD`);
+    if (args.end_date !== undefined && !isValidDate(args.end_date))
+      return error(`end_date '${args.end_date}' is not a date of the form YYYY-MM-DD`);
     const names = contactNames(office);
     const needles = words(args.query);
     const events = office.events
       .filter((event) => args.start_date === undefined || event.start.slice(0, 10) >= args.start_date)
       .filter((event) => args.end_date === undefined || event.start.slice(0, 10) <= args.end_date)
       .filter((event) => {
-        const people = event.attendees.map((attendee) => `${attendee} ${names.get(normalizeAddress(attendee) ?? attendee) ?? ''}`);
+        const people = event.attendees.map(
+          (attendee) => `${attendee} ${names.get(normalizeAddress(attendee) ?? attendee) ?? ''}`,
+        );
         return matchesAll(`${event.title} ${event.location} ${people.join(' ')}`, needles);
       })
       .sort((a, b) => (a.start === b.start ? a.id.localeCompare(b.id) : a.start.localeCompare(b.start)));
@@ -237,7 +250,8 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
     const wrongTime = checkTimes(args.start, args.end);
     if (wrongTime) return error(wrongTime);
     const attendees = checkAddresses(args.attendees ?? []);
-    if ('bad' in attendees) return error(`'${attendees.bad}' in attendees is not an e-mail address: look it up with find_contacts`);
+    if ('bad' in attendees)
+      return error(`'${attendees.bad}' in attendees is not an e-mail address: look it up with find_contacts`);
     const event: CalendarEvent = {
       id: newId(session, 'ev'),
       title: args.title,
@@ -260,10 +274,17 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
     let attendees = event.attendees;
     if (args.attendees !== undefined) {
       const checked = checkAddresses(args.attendees);
-      if ('bad' in checked) return error(`'${checked.bad}' in attendees is not an e-mail address: look it up with find_contacts`);
+      if ('bad' in checked)
+        return error(`'${checked.bad}' in attendees is not an e-mail address: look it up with find_contacts`);
       attendees = addressSet(checked.ok, office.user.email);
     }
-    Object.assign(event, { start, end, attendees, title: args.title ?? event.title, location: args.location ?? event.location });
+    Object.assign(event, {
+      start,
+      end,
+      attendees,
+      title: args.title ?? event.title,
+      location: args.location ?? event.location,
+    });
     return { event: eventView(event, contactNames(office)) };
   },
 
@@ -277,7 +298,9 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
   find_contacts(args, { office }) {
     const needles = words(args.query);
     if (needles.length === 0) return error('query is empty: give part of a name, address, team or title');
-    const contacts = office.contacts.filter((contact) => matchesAll(`${contact.name} ${contact.email} ${contact.team} ${contact.title}`, needles));
+    const contacts = office.contacts.filter((contact) =>
+      matchesAll(`${contact.name} ${contact.email} ${contact.team} ${contact.title}`, needles),
+    );
     return { contacts };
   },
 
@@ -290,7 +313,8 @@ export const TOOL_RUNNERS: { [Name in ToolName]: Runner<Name> } = {
     const noRoom = full(session.office.tasks, 'task list');
     if (noRoom) return noRoom;
     if (normalizeText(args.title) === '') return error('title is empty');
-    if (args.due_date !== undefined && !isValidDate(args.due_date)) return error(`due_date '${args.due_date}' is not a date of the form YYYY-MM-DD`);
+    if (args.due_date !== undefined && !isValidDate(args.due_date))
+      return error(`due_date '${args.due_date}' is not a date of the form YYYY-MM-DD`);
     const task: Task = { id: newId(session, 'task'), title: args.title, due: args.due_date ?? null, status: 'open' };
     session.office.tasks.push(task);
     return { task_id: task.id, task: taskView(task) };

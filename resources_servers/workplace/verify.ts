@@ -78,7 +78,8 @@ type EventField = (typeof EVENT_FIELDS)[number];
 
 function sameField(field: EventField, a: CalendarEvent | Record<string, unknown>, b: unknown, user: string): boolean {
   const left = (a as Record<string, unknown>)[field];
-  if (field === 'attendees') return addressSet(left as string[], user).join(',') === addressSet(b as string[], user).join(',');
+  if (field === 'attendees')
+    return addressSet(left as string[], user).join(',') === addressSet(b as string[], user).join(',');
   if (field === 'title' || field === 'location') return normalizeTitle(String(left)) === normalizeTitle(String(b));
   return left === b;
 }
@@ -96,10 +97,16 @@ function emailMatches(email: Email, change: Extract<ExpectedChange, { kind: 'ema
   const recipients = addressSet([...email.to, ...email.cc], user);
   if (recipients.join(',') !== addressSet(change.recipients, user).join(',')) return false;
   const content = emailText(email);
-  return change.mentions.every((alternatives) => alternatives.some((alternative) => content.includes(normalizeText(alternative))));
+  return change.mentions.every((alternatives) =>
+    alternatives.some((alternative) => content.includes(normalizeText(alternative))),
+  );
 }
 
-function eventMatches(event: CalendarEvent, change: Extract<ExpectedChange, { kind: 'event_created' }>, user: string): boolean {
+function eventMatches(
+  event: CalendarEvent,
+  change: Extract<ExpectedChange, { kind: 'event_created' }>,
+  user: string,
+): boolean {
   return (
     normalizeTitle(event.title) === normalizeTitle(change.title) &&
     event.start === change.start &&
@@ -161,13 +168,18 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
     switch (change.kind) {
       case 'event_updated': {
         const event = afterEvents.get(change.event_id);
-        const fields = Object.entries(change.fields).filter(([, value]) => value !== undefined) as [EventField, unknown][];
+        const fields = Object.entries(change.fields).filter(([, value]) => value !== undefined) as [
+          EventField,
+          unknown,
+        ][];
         explainedFields.set(change.event_id, new Set(fields.map(([field]) => field)));
         if (!event) {
           check(false, change, beforeEvents.has(change.event_id) ? 'the event was deleted' : 'no such event');
           break;
         }
-        const wrong = fields.filter(([field, value]) => !sameField(field, event, value, user)).map(([field]) => `${field} is ${JSON.stringify(event[field])}`);
+        const wrong = fields
+          .filter(([field, value]) => !sameField(field, event, value, user))
+          .map(([field]) => `${field} is ${JSON.stringify(event[field])}`);
         check(wrong.length === 0, change, wrong.join(', '));
         break;
       }
@@ -176,21 +188,43 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
         check(!afterEvents.has(change.event_id), change, 'the event is still on the calendar');
         break;
       case 'event_created': {
-        const event = newEvents.find((candidate) => !usedEvents.has(candidate) && eventMatches(candidate, change, user));
+        const event = newEvents.find(
+          (candidate) => !usedEvents.has(candidate) && eventMatches(candidate, change, user),
+        );
         if (event) usedEvents.add(event);
-        check(event !== undefined, change, newEvents.length ? `no new event matches (new: ${newEvents.map((e) => `'${e.title}' ${e.start}`).join('; ')})` : 'no event was created');
+        check(
+          event !== undefined,
+          change,
+          newEvents.length
+            ? `no new event matches (new: ${newEvents.map((e) => `'${e.title}' ${e.start}`).join('; ')})`
+            : 'no event was created',
+        );
         break;
       }
       case 'email_sent': {
-        const email = newEmails.find((candidate) => !usedEmails.has(candidate) && emailMatches(candidate, change, user));
+        const email = newEmails.find(
+          (candidate) => !usedEmails.has(candidate) && emailMatches(candidate, change, user),
+        );
         if (email) usedEmails.add(email);
-        check(email !== undefined, change, newEmails.length ? `no sent e-mail has these recipients and mentions (sent to: ${newEmails.map((e) => [...e.to, ...e.cc].join('+')).join('; ')})` : 'no e-mail was sent');
+        check(
+          email !== undefined,
+          change,
+          newEmails.length
+            ? `no sent e-mail has these recipients and mentions (sent to: ${newEmails.map((e) => [...e.to, ...e.cc].join('+')).join('; ')})`
+            : 'no e-mail was sent',
+        );
         break;
       }
       case 'task_created': {
         const task = newTasks.find((candidate) => !usedTasks.has(candidate) && taskMatches(candidate, change));
         if (task) usedTasks.add(task);
-        check(task !== undefined, change, newTasks.length ? `no new task matches (new: ${newTasks.map((t) => `'${t.title}' due ${t.due ?? 'none'}`).join('; ')})` : 'no task was created');
+        check(
+          task !== undefined,
+          change,
+          newTasks.length
+            ? `no new task matches (new: ${newTasks.map((t) => `'${t.title}' due ${t.due ?? 'none'}`).join('; ')})`
+            : 'no task was created',
+        );
         break;
       }
       case 'task_completed': {
@@ -212,14 +246,19 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
     const stray = changedFields(event, now, user).filter((field) => !allowed.has(field));
     if (stray.length) unexpected.push(`event ${event.id} '${event.title}' changed ${stray.join(', ')}`);
   }
-  for (const event of newEvents) if (!usedEvents.has(event)) unexpected.push(`event '${event.title}' ${event.start} was created`);
-  for (const email of newEmails) if (!usedEmails.has(email)) unexpected.push(`e-mail '${email.subject}' to ${[...email.to, ...email.cc].join(', ')} was sent`);
+  for (const event of newEvents)
+    if (!usedEvents.has(event)) unexpected.push(`event '${event.title}' ${event.start} was created`);
+  for (const email of newEmails)
+    if (!usedEmails.has(email))
+      unexpected.push(`e-mail '${email.subject}' to ${[...email.to, ...email.cc].join(', ')} was sent`);
   for (const task of newTasks) if (!usedTasks.has(task)) unexpected.push(`task '${task.title}' was created`);
   for (const task of after.tasks) {
     const was = beforeTasks.get(task.id);
-    if (was && was.status !== task.status && !explainedCompletions.has(task.id)) unexpected.push(`task ${task.id} '${task.title}' was marked ${task.status}`);
+    if (was && was.status !== task.status && !explainedCompletions.has(task.id))
+      unexpected.push(`task ${task.id} '${task.title}' was marked ${task.status}`);
   }
-  for (const id of beforeEmails) if (!after.emails.some((email) => email.id === id)) unexpected.push(`e-mail ${id} disappeared`);
+  for (const id of beforeEmails)
+    if (!after.emails.some((email) => email.id === id)) unexpected.push(`e-mail ${id} disappeared`);
 
   return {
     reward: passed === expected.length && unexpected.length === 0 ? 1 : 0,
@@ -236,7 +275,9 @@ export function verifyOffice(before: Office, after: Office, expected: readonly E
  * The aggregate metrics the workplace adds: mean reward and mean partial credit per difficulty
  * (`mean/reward@difficulty_3`, `mean/state_check_fraction@difficulty_3`), so one run shows where agents start failing.
  */
-export function metricsByDifficulty(tasks: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>): Record<string, number> {
+export function metricsByDifficulty(
+  tasks: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>,
+): Record<string, number> {
   const sums = new Map<number, { n: number; reward: number; fraction: number }>();
   for (const rollouts of tasks) {
     for (const rollout of rollouts) {

@@ -83,9 +83,14 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         // Accepted loosely and never answered non-2xx: a bad row must not abort the whole collection (D11).
         return { body: rejectRunBody(`/run body rejected: ${(err as Error).message}`, ctx) };
       }
-      const result = await runRollout(body, ctx, { callerSignal: req.signal, stepLatency: req.headers[STEP_LATENCY_HEADER] === '1' });
+      const result = await runRollout(body, ctx, {
+        callerSignal: req.signal,
+        stepLatency: req.headers[STEP_LATENCY_HEADER] === '1',
+      });
       // A verified row is the environment's JSON text, sent on as is (C4); a failure row is encoded here.
-      return result instanceof VerifiedRow ? { raw: exactUtf8(result.text), contentType: 'application/json' } : { body: result };
+      return result instanceof VerifiedRow
+        ? { raw: exactUtf8(result.text), contentType: 'application/json' }
+        : { body: result };
     },
 
     async responses(req) {

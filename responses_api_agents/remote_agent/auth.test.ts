@@ -8,7 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { finalAnswer, functionCall, makeTestCa, toolAsk, reply, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import {
+  finalAnswer,
+  functionCall,
+  makeTestCa,
+  toolAsk,
+  reply,
+  startScriptedService,
+  type ServiceCall,
+} from '../../src/testing/index.js';
 import { basicRow, startHarness } from '../../test/support/remote-agent.js';
 
 const TOKEN = `tok-${process.pid}-s3cr3t-value`;
@@ -25,7 +33,8 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 function guarded(then: (call: ServiceCall) => unknown = () => finalAnswer('done')) {
   return (call: ServiceCall) => {
     const got = call.headers.authorization;
-    if (got !== `Bearer ${TOKEN}`) return reply.status(401, `unauthorized: you sent ${got ?? 'no Authorization header'}`);
+    if (got !== `Bearer ${TOKEN}`)
+      return reply.status(401, `unauthorized: you sent ${got ?? 'no Authorization header'}`);
     return then(call);
   };
 }
@@ -63,7 +72,10 @@ describe('agent_api_key_env', () => {
     const h = await startHarness({ service: guarded(), config: { agent_api_key_env: WRONG_ENV } });
     try {
       const row = await h.run(basicRow());
-      assert.match(row.error!, /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(TSGYM_AUTH_TEST_WRONG_TOKEN\)/);
+      assert.match(
+        row.error!,
+        /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(TSGYM_AUTH_TEST_WRONG_TOKEN\)/,
+      );
       assert.match(row.error!, /you sent Bearer \*\*\*\*/, 'the echoed token is masked');
       assert.ok(!JSON.stringify(row).includes(WRONG));
       assert.ok(!h.logs.join('\n').includes(WRONG));
@@ -75,7 +87,9 @@ describe('agent_api_key_env', () => {
   test("the service's cookies round-trip beside the token, which is never a cookie", async () => {
     const h = await startHarness({
       service: [
-        guarded(() => reply.json(toolAsk(functionCall('get_counter_value', {}, 'c1')), { setCookies: ['svc_session=abc; Path=/'] })),
+        guarded(() =>
+          reply.json(toolAsk(functionCall('get_counter_value', {}, 'c1')), { setCookies: ['svc_session=abc; Path=/'] }),
+        ),
         guarded(() => finalAnswer('3')),
       ],
       config: { agent_api_key_env: KEY_ENV },
@@ -116,7 +130,10 @@ describe('agent_headers', () => {
     const h = await startHarness({
       service: (call) =>
         call.headers['x-api-key'] === TOKEN
-          ? reply.status(403, `key ${String(call.headers['x-api-key'])} may not run tenant ${String(call.headers['x-tenant'])}`)
+          ? reply.status(
+              403,
+              `key ${String(call.headers['x-api-key'])} may not run tenant ${String(call.headers['x-tenant'])}`,
+            )
           : finalAnswer('no'),
       config: { agent_headers: { 'X-Api-Key': TOKEN, 'X-Tenant': 'acme' } },
     });
@@ -155,7 +172,10 @@ describe('agent_ca_file (https with a private CA)', () => {
   test('without agent_ca_file (or with another CA) the certificate is refused, naming agent_ca_file; never retried', async () => {
     for (const caFile of [undefined, stranger.caFile]) {
       const service = await startScriptedService(guarded(), { tls: { key: ca.key, cert: ca.cert } });
-      const h = await startHarness({ service, config: { agent_api_key_env: KEY_ENV, ...(caFile ? { agent_ca_file: caFile } : {}) } });
+      const h = await startHarness({
+        service,
+        config: { agent_api_key_env: KEY_ENV, ...(caFile ? { agent_ca_file: caFile } : {}) },
+      });
       try {
         const row = await h.run(basicRow());
         assert.equal(row.reward, 0);

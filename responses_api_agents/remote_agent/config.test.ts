@@ -97,11 +97,17 @@ describe('A. configuration and URL validation', () => {
     assert.match(configError(() => parse({ agent_base_url: '???' })).message, /agent_base_url is required/);
     assert.match(configError(() => parse({ agent_base_url: '   ' })).message, /agent_base_url is required/);
     const missingRef = configError(() =>
-      parseRemoteAgentConfig({ agent_base_url: 'http://h:1', resources_server: { type: 'resources_servers', name: '???' } }, 'a'),
+      parseRemoteAgentConfig(
+        { agent_base_url: 'http://h:1', resources_server: { type: 'resources_servers', name: '???' } },
+        'a',
+      ),
     );
     assert.match(missingRef.message, /resources_server\.name/);
     const wrongType = configError(() =>
-      parseRemoteAgentConfig({ agent_base_url: 'http://h:1', resources_server: { type: 'responses_api_models', name: 'x' } }, 'a'),
+      parseRemoteAgentConfig(
+        { agent_base_url: 'http://h:1', resources_server: { type: 'responses_api_models', name: 'x' } },
+        'a',
+      ),
     );
     assert.match(wrongType.message, /resources_server\.type must be 'resources_servers'/);
   });
@@ -137,7 +143,10 @@ describe('D18 / U26: config sanity, checked at start-up', () => {
     assert.deepEqual(parse({ remote_responses_timeout_secs: 0.2, run_timeout_secs: 0.5 }).warnings, []);
     const config = parse({ remote_responses_timeout_secs: 3000 });
     assert.equal(config.warnings.length, 1);
-    assert.match(config.warnings[0]!, /remote_responses_timeout_secs \(3000\.0\) is not below run_timeout_secs \(2100\.0\)/);
+    assert.match(
+      config.warnings[0]!,
+      /remote_responses_timeout_secs \(3000\.0\) is not below run_timeout_secs \(2100\.0\)/,
+    );
   });
 
   test('the start-up warning is printed once by the agent', () => {
@@ -193,7 +202,10 @@ describe('D13: the FIFO semaphore', () => {
 
   test('use() releases on failure', async () => {
     const semaphore = new FifoSemaphore(2);
-    await assert.rejects(semaphore.use(async () => Promise.reject(new Error('boom'))), /boom/);
+    await assert.rejects(
+      semaphore.use(async () => Promise.reject(new Error('boom'))),
+      /boom/,
+    );
     assert.equal(semaphore.available, 2);
   });
 });
@@ -201,7 +213,11 @@ describe('D13: the FIFO semaphore', () => {
 describe('credentials and CA (D21): agent_api_key_env, agent_headers, agent_ca_file', () => {
   const SECRET = 'sk-config-test-s3cr3t';
   const withEnv = (extra: Record<string, unknown>, env: NodeJS.ProcessEnv) =>
-    parseRemoteAgentConfig({ agent_base_url: 'https://agent.example:9000', resources_server: REF, ...extra }, 'my_agent', env);
+    parseRemoteAgentConfig(
+      { agent_base_url: 'https://agent.example:9000', resources_server: REF, ...extra },
+      'my_agent',
+      env,
+    );
 
   test('agent_api_key_env becomes Authorization: Bearer <value>; the value is kept for redaction only', () => {
     const config = withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: ` ${SECRET} ` });
@@ -212,8 +228,14 @@ describe('credentials and CA (D21): agent_api_key_env, agent_headers, agent_ca_f
   });
 
   test('an unset or empty variable is a config error naming the variable, never a value', () => {
-    assert.match(configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, {})).message, /my_agent\.responses_api_agents\.remote_agent\.agent_api_key_env names the environment variable MY_TOKEN, which is not set/);
-    assert.match(configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: '  ' })).message, /MY_TOKEN, which is empty/);
+    assert.match(
+      configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, {})).message,
+      /my_agent\.responses_api_agents\.remote_agent\.agent_api_key_env names the environment variable MY_TOKEN, which is not set/,
+    );
+    assert.match(
+      configError(() => withEnv({ agent_api_key_env: 'MY_TOKEN' }, { MY_TOKEN: '  ' })).message,
+      /MY_TOKEN, which is empty/,
+    );
     const pasted = configError(() => withEnv({ agent_api_key_env: SECRET }, {}));
     assert.match(pasted.message, /must be the name of an environment variable/);
     assert.ok(!pasted.message.includes(SECRET), 'a token pasted in place of the name is not echoed');
@@ -225,27 +247,63 @@ describe('credentials and CA (D21): agent_api_key_env, agent_headers, agent_ca_f
   test('agent_headers: values kept, reserved and hop-by-hop names rejected, empty values rejected without echo', () => {
     const config = withEnv({ agent_headers: { 'X-Api-Key': SECRET, 'X-Tenant': 'acme' } }, {});
     assert.deepEqual(config.auth.headers, { 'x-api-key': SECRET, 'x-tenant': 'acme' });
-    for (const name of ['Host', 'Content-Length', 'Cookie', 'Content-Type', 'Connection', 'Transfer-Encoding', 'proxy-authorization']) {
-      assert.match(configError(() => withEnv({ agent_headers: { [name]: 'v' } }, {})).message, new RegExp(`agent_headers\\.${name} is not allowed`));
+    for (const name of [
+      'Host',
+      'Content-Length',
+      'Cookie',
+      'Content-Type',
+      'Connection',
+      'Transfer-Encoding',
+      'proxy-authorization',
+    ]) {
+      assert.match(
+        configError(() => withEnv({ agent_headers: { [name]: 'v' } }, {})).message,
+        new RegExp(`agent_headers\\.${name} is not allowed`),
+      );
     }
-    assert.match(configError(() => withEnv({ agent_headers: { 'Bad Name': 'v' } }, {})).message, /not a valid HTTP header name/);
-    assert.match(configError(() => withEnv({ agent_headers: { 'X-Key': '' } }, {})).message, /X-Key must be a non-empty string/);
-    assert.match(configError(() => withEnv({ agent_headers: 'Authorization: Bearer x' }, {})).message, /must be a mapping/);
-    const both = configError(() => withEnv({ agent_api_key_env: 'T', agent_headers: { authorization: SECRET } }, { T: 'x' }));
+    assert.match(
+      configError(() => withEnv({ agent_headers: { 'Bad Name': 'v' } }, {})).message,
+      /not a valid HTTP header name/,
+    );
+    assert.match(
+      configError(() => withEnv({ agent_headers: { 'X-Key': '' } }, {})).message,
+      /X-Key must be a non-empty string/,
+    );
+    assert.match(
+      configError(() => withEnv({ agent_headers: 'Authorization: Bearer x' }, {})).message,
+      /must be a mapping/,
+    );
+    const both = configError(() =>
+      withEnv({ agent_api_key_env: 'T', agent_headers: { authorization: SECRET } }, { T: 'x' }),
+    );
     assert.match(both.message, /sets Authorization, and .*agent_api_key_env sets it too/);
     assert.ok(!both.message.includes(SECRET));
   });
 
   test('agent_ca_file: missing, a directory, or not PEM is a config error naming the key and the path', () => {
-    assert.match(configError(() => withEnv({ agent_ca_file: '/nonexistent/ca.pem' }, {})).message, /agent_ca_file = \/nonexistent\/ca\.pem does not exist/);
+    assert.match(
+      configError(() => withEnv({ agent_ca_file: '/nonexistent/ca.pem' }, {})).message,
+      /agent_ca_file = \/nonexistent\/ca\.pem does not exist/,
+    );
     assert.match(configError(() => withEnv({ agent_ca_file: '/' }, {})).message, /agent_ca_file = \/ is a directory/);
-    assert.match(configError(() => withEnv({ agent_ca_file: new URL(import.meta.url).pathname }, {})).message, /holds no PEM certificate/);
+    assert.match(
+      configError(() => withEnv({ agent_ca_file: new URL(import.meta.url).pathname }, {})).message,
+      /holds no PEM certificate/,
+    );
   });
 
   test('warnings: a credential over plain http to another host; a CA file with an http:// URL', () => {
-    const remote = parseRemoteAgentConfig({ agent_base_url: 'http://agent.example:9000', resources_server: REF, agent_api_key_env: 'T' }, 'a', { T: SECRET });
+    const remote = parseRemoteAgentConfig(
+      { agent_base_url: 'http://agent.example:9000', resources_server: REF, agent_api_key_env: 'T' },
+      'a',
+      { T: SECRET },
+    );
     assert.match(remote.warnings.join('\n'), /sent to agent\.example:9000 over plain http/);
-    const local = parseRemoteAgentConfig({ agent_base_url: 'http://127.0.0.1:9000', resources_server: REF, agent_api_key_env: 'T' }, 'a', { T: SECRET });
+    const local = parseRemoteAgentConfig(
+      { agent_base_url: 'http://127.0.0.1:9000', resources_server: REF, agent_api_key_env: 'T' },
+      'a',
+      { T: SECRET },
+    );
     assert.deepEqual(local.warnings, []);
     assert.ok(!remote.warnings.join('\n').includes(SECRET));
   });

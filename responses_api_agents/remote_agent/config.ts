@@ -61,7 +61,11 @@ export function parseRemoteAgentConfig(
     ),
     runTimeoutSecs: positiveSeconds(inner.run_timeout_secs, DEFAULTS.runTimeoutSecs, where('run_timeout_secs')),
     maxSteps: isUnset(inner.max_steps) ? null : integerAtLeastOne(inner.max_steps, 0, where('max_steps'), 'or unset'),
-    maxResponseBytes: integerAtLeastOne(inner.max_response_bytes, DEFAULTS.maxResponseBytes, where('max_response_bytes')),
+    maxResponseBytes: integerAtLeastOne(
+      inner.max_response_bytes,
+      DEFAULTS.maxResponseBytes,
+      where('max_response_bytes'),
+    ),
     auth,
     fillEchoFields: flag(inner.fill_echo_fields, where('fill_echo_fields')),
     warnings: authWarnings(auth, agentBaseUrl, where),
@@ -115,7 +119,8 @@ function positiveSeconds(raw: unknown, fallback: number, where: string): number 
 /** An on/off key: YAML `true`/`false`; unset means off. */
 function flag(raw: unknown, where: string): boolean {
   if (isUnset(raw)) return false;
-  if (typeof raw !== 'boolean') throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be true or false.`);
+  if (typeof raw !== 'boolean')
+    throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be true or false.`);
   return raw;
 }
 

@@ -41,7 +41,8 @@ function reportedCount(call: ServiceCall): number | undefined {
 const batchedService: ServiceHandler = (call) => {
   const turn = toolOutputsIn(call.body.input).length;
   const id = (k: number) => `c_${turn}_${k}`;
-  if (turn === 0) return toolAsk(...addendsOf(call).map((count, k) => functionCall('increment_counter', { count }, id(k))));
+  if (turn === 0)
+    return toolAsk(...addendsOf(call).map((count, k) => functionCall('increment_counter', { count }, id(k))));
   const count = reportedCount(call);
   if (count === undefined) return toolAsk(functionCall('get_counter_value', {}, id(0)));
   return finalAnswer(String(count));
@@ -58,7 +59,10 @@ const incrementalService: ServiceHandler = (call) => {
 };
 
 async function runDataset(service: ServiceHandler) {
-  const env = await listenEnv(createCounterServer('example_session_state_mgmt_resources_server'), 'example_session_state_mgmt_resources_server');
+  const env = await listenEnv(
+    createCounterServer('example_session_state_mgmt_resources_server'),
+    'example_session_state_mgmt_resources_server',
+  );
   const h = await startHarness({ service, env, config: { concurrency: 4, max_steps: 8 } });
   try {
     const results = await Promise.all(rows.map((row, i) => h.run({ ...row, _ng_task_index: i, _ng_rollout_index: 0 })));
@@ -77,7 +81,10 @@ function assertAllSolved(results: RunResult[]): void {
     assert.equal(types[0], 'function_call');
     assert.equal(types.at(-1), 'message');
     assert.ok(types.includes('function_call_output'));
-    assert.equal((result.response.output.at(-1)!.content as Array<{ text: string }>)[0]!.text, String(rows[i]!.expected_count));
+    assert.equal(
+      (result.response.output.at(-1)!.content as Array<{ text: string }>)[0]!.text,
+      String(rows[i]!.expected_count),
+    );
   }
 }
 
@@ -97,7 +104,10 @@ describe('Q. counter environment end to end', () => {
         'message',
       ]);
     }
-    assert.deepEqual(logs.filter((line) => line.includes('WARNING')), []);
+    assert.deepEqual(
+      logs.filter((line) => line.includes('WARNING')),
+      [],
+    );
   });
 
   test('case 73: incremental asks (one per response) → 5/5, 4 calls per rollout', async () => {

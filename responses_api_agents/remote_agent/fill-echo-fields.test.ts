@@ -103,7 +103,8 @@ describe('fill_echo_fields (D24)', () => {
       const failed = await h.run({ ...row, expected_count: undefined, _ng_usage_filled: 'stale' });
       assert.match(String(failed.error), /^\/verify on the resources server failed/);
       assert.equal(failed._ng_usage_filled, true);
-      const partialUsage = failed._ng_partial_response?.usage as { output_tokens_details?: { reasoning_tokens?: number } } | undefined;
+      const partialUsage = failed._ng_partial_response?.usage as
+        { output_tokens_details?: { reasoning_tokens?: number } } | undefined;
       assert.equal(partialUsage?.output_tokens_details?.reasoning_tokens, 0);
     } finally {
       await h.close();

@@ -20,7 +20,13 @@ import { gzipSync } from 'node:zlib';
 import { seededRandom as prng } from '../../src/seeded-random.js';
 import { keysOf, readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
-import { isAlive, peakRssMiB, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
+import {
+  isAlive,
+  peakRssMiB,
+  processesWithMarker,
+  serverInstances,
+  waitForEnvironment,
+} from '../../test/support/environments.js';
 import { finalAnswer, functionCall, toolAsk } from '../../src/testing/index.js';
 import { eventually } from '../../test/support/wait.js';
 
@@ -110,15 +116,30 @@ function randomJson(random: () => number, depth: number): unknown {
     case 2:
       return [0, -1, 1e308, -0.5, 2 ** 53 + 1, 42][Math.floor(random() * 6)];
     case 3:
-      return ['', 'response', 'message', 'function_call', '\u0000\ud83d\ude00"\\', 'x'.repeat(1000)][Math.floor(random() * 6)];
+      return ['', 'response', 'message', 'function_call', '\u0000\ud83d\ude00"\\', 'x'.repeat(1000)][
+        Math.floor(random() * 6)
+      ];
     case 4:
       return String.fromCharCode(...Array.from({ length: 8 }, () => Math.floor(random() * 0x3000)));
     case 5:
       return Array.from({ length: Math.floor(random() * 4) }, () => randomJson(random, depth - 1));
     default: {
-      const keys = ['id', 'object', 'output', 'type', 'role', 'content', 'call_id', 'name', 'arguments', 'status', 'usage'];
+      const keys = [
+        'id',
+        'object',
+        'output',
+        'type',
+        'role',
+        'content',
+        'call_id',
+        'name',
+        'arguments',
+        'status',
+        'usage',
+      ];
       const out: Record<string, unknown> = {};
-      for (let i = Math.floor(random() * 5); i > 0; i--) out[keys[Math.floor(random() * keys.length)]!] = randomJson(random, depth - 1);
+      for (let i = Math.floor(random() * 5); i > 0; i--)
+        out[keys[Math.floor(random() * keys.length)]!] = randomJson(random, depth - 1);
       return out;
     }
   }
@@ -175,14 +196,21 @@ function hostileRows(seed: number): Array<{ kind: Kind; line: string }> {
   const random = prng(seed);
   // TSGYM_HOSTILE_KINDS=a,b narrows the mix while investigating one kind.
   const only = process.env.TSGYM_HOSTILE_KINDS?.split(',');
-  const kinds = KINDS.filter((kind) => !only || only.includes(kind)).flatMap((kind) => Array<Kind>(ROWS_PER_KIND[kind]).fill(kind));
+  const kinds = KINDS.filter((kind) => !only || only.includes(kind)).flatMap((kind) =>
+    Array<Kind>(ROWS_PER_KIND[kind]).fill(kind),
+  );
   for (let i = kinds.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [kinds[i], kinds[j]] = [kinds[j]!, kinds[i]!];
   }
   return kinds.map((kind) => {
     const content = `hostile ${kind} ${Math.floor(random() * 2 ** 31)}`;
-    const row = { responses_create_params: { input: [{ role: 'user', content }] }, initial_count: 5, expected_count: 5, kind };
+    const row = {
+      responses_create_params: { input: [{ role: 'user', content }] },
+      initial_count: 5,
+      expected_count: 5,
+      kind,
+    };
     return { kind, line: JSON.stringify(row) };
   });
 }
@@ -267,7 +295,12 @@ function play(kind: Kind, random: () => number, req: http.IncomingMessage, res: 
       req.socket.destroy();
       return;
     case 'ten_k_asks':
-      return sendJson(res, JSON.stringify(toolAsk(...Array.from({ length: 10_000 }, (_, i) => functionCall('get_counter_value', {}, `c_${i}`)))));
+      return sendJson(
+        res,
+        JSON.stringify(
+          toolAsk(...Array.from({ length: 10_000 }, (_, i) => functionCall('get_counter_value', {}, `c_${i}`))),
+        ),
+      );
     case 'reserved_names': {
       const names = ['verify', 'seed_session', 'aggregate_metrics', '../admin', 'a/b', 'x'.repeat(300), ''];
       return sendJson(res, JSON.stringify(toolAsk(...names.map((name, i) => functionCall(name, {}, `c_${i}`)))));
@@ -280,10 +313,13 @@ async function startHostileService(): Promise<string> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.once('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input: Array<{ type?: string; content?: unknown }> };
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        input: Array<{ type?: string; content?: unknown }>;
+      };
       const [, kind, rowSeed] = /^hostile (\w+) (\d+)$/.exec(String(body.input[0]!.content))!;
       // After Gym ran the asked tools, every kind finishes plainly.
-      if (body.input.some((item) => item.type === 'function_call_output')) return sendJson(res, JSON.stringify(finalAnswer('done')));
+      if (body.input.some((item) => item.type === 'function_call_output'))
+        return sendJson(res, JSON.stringify(finalAnswer('done')));
       play(kind as Kind, prng(Number(rowSeed)), req, res);
     });
   });
@@ -293,90 +329,120 @@ async function startHostileService(): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------------
 
-test(`a hostile service cannot take the agent down (seed ${SEED}; replay with TSGYM_HOSTILE_SEED=${SEED})`, { timeout: 90_000 }, async (t) => {
-  t.diagnostic(`hostile seed ${SEED} (replay: TSGYM_HOSTILE_SEED=${SEED})`);
-  const serviceUrl = await startHostileService();
-  const dir = tempDir('tsgym-hostile-');
-  const rows = hostileRows(SEED);
-  writeFileSync(path.join(dir, 'hostile.jsonl'), `${rows.map((row) => row.line).join('\n')}\n`);
-  writeFileSync(
-    path.join(dir, 'plain.jsonl'),
-    `${JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: 'hostile plain 1' }] }, initial_count: 2, expected_count: 2 })}\n`,
-  );
-  const headPort = await findFreePort();
-  const head = [`++head_server.port=${headPort}`];
-  const agentKey = '++remote_agent.responses_api_agents.remote_agent';
-  environment = spawnGym(
-    [
-      'env',
-      'start',
-      '+config_paths=[counter_remote.yaml]',
-      `${agentKey}.agent_base_url=${serviceUrl}`,
-      `${agentKey}.concurrency=${CONCURRENCY}`,
-      `${agentKey}.remote_responses_timeout_secs=${CALL_TIMEOUT_SECS}`,
-      `${agentKey}.run_timeout_secs=${RUN_TIMEOUT_SECS}`,
-      `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
-      ...head,
-    ],
-    { cwd: dir, env: { TSGYM_TEST_MARKER: marker } },
-  );
-  const agent = (await waitForEnvironment(headPort)).find((i) => i.process_name === 'remote_agent')!;
-  const collect = (input: string, output: string) =>
-    runGym(['eval', 'run', '--no-serve', '-a', 'remote_agent', '-i', input, '-o', output, `+num_samples_in_parallel=${CONCURRENCY}`, ...head], {
-      cwd: dir,
-      env: { TSGYM_TEST_MARKER: marker },
-    });
+test(
+  `a hostile service cannot take the agent down (seed ${SEED}; replay with TSGYM_HOSTILE_SEED=${SEED})`,
+  { timeout: 90_000 },
+  async (t) => {
+    t.diagnostic(`hostile seed ${SEED} (replay: TSGYM_HOSTILE_SEED=${SEED})`);
+    const serviceUrl = await startHostileService();
+    const dir = tempDir('tsgym-hostile-');
+    const rows = hostileRows(SEED);
+    writeFileSync(path.join(dir, 'hostile.jsonl'), `${rows.map((row) => row.line).join('\n')}\n`);
+    writeFileSync(
+      path.join(dir, 'plain.jsonl'),
+      `${JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: 'hostile plain 1' }] }, initial_count: 2, expected_count: 2 })}\n`,
+    );
+    const headPort = await findFreePort();
+    const head = [`++head_server.port=${headPort}`];
+    const agentKey = '++remote_agent.responses_api_agents.remote_agent';
+    environment = spawnGym(
+      [
+        'env',
+        'start',
+        '+config_paths=[counter_remote.yaml]',
+        `${agentKey}.agent_base_url=${serviceUrl}`,
+        `${agentKey}.concurrency=${CONCURRENCY}`,
+        `${agentKey}.remote_responses_timeout_secs=${CALL_TIMEOUT_SECS}`,
+        `${agentKey}.run_timeout_secs=${RUN_TIMEOUT_SECS}`,
+        `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+        ...head,
+      ],
+      { cwd: dir, env: { TSGYM_TEST_MARKER: marker } },
+    );
+    const agent = (await waitForEnvironment(headPort)).find((i) => i.process_name === 'remote_agent')!;
+    const collect = (input: string, output: string) =>
+      runGym(
+        [
+          'eval',
+          'run',
+          '--no-serve',
+          '-a',
+          'remote_agent',
+          '-i',
+          input,
+          '-o',
+          output,
+          `+num_samples_in_parallel=${CONCURRENCY}`,
+          ...head,
+        ],
+        {
+          cwd: dir,
+          env: { TSGYM_TEST_MARKER: marker },
+        },
+      );
 
-  const started = Date.now();
-  const res = await collect('hostile.jsonl', 'hostile/r.jsonl');
-  const wallSecs = (Date.now() - started) / 1000;
-  assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
+    const started = Date.now();
+    const res = await collect('hostile.jsonl', 'hostile/r.jsonl');
+    const wallSecs = (Date.now() - started) / 1000;
+    assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
 
-  // The agent survived every answer: the same process, never restarted, and it serves a plain rollout.
-  const listed = (await serverInstances(headPort)).find((i) => i.process_name === 'remote_agent')!;
-  assert.equal(listed.pid, agent.pid, `the agent was restarted (${listed.last_exit}); its log: ${environment.stderr().slice(-3000)}`);
-  assert.equal(listed.restarts, 0);
-  assert.ok(isAlive(agent.pid!));
-  const peak = peakRssMiB(agent.pid!);
-  const plain = await collect('plain.jsonl', 'plain/r.jsonl');
-  assert.equal(plain.code, 0, plain.stderr);
-  assert.deepEqual(readJsonl(path.join(dir, 'plain/r.jsonl')).map((row) => row.reward), [1]);
+    // The agent survived every answer: the same process, never restarted, and it serves a plain rollout.
+    const listed = (await serverInstances(headPort)).find((i) => i.process_name === 'remote_agent')!;
+    assert.equal(
+      listed.pid,
+      agent.pid,
+      `the agent was restarted (${listed.last_exit}); its log: ${environment.stderr().slice(-3000)}`,
+    );
+    assert.equal(listed.restarts, 0);
+    assert.ok(isAlive(agent.pid!));
+    const peak = peakRssMiB(agent.pid!);
+    const plain = await collect('plain.jsonl', 'plain/r.jsonl');
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.deepEqual(
+      readJsonl(path.join(dir, 'plain/r.jsonl')).map((row) => row.reward),
+      [1],
+    );
 
-  // Every row ends in exactly one line of one file, with the outcome its kind must have.
-  const completed = readJsonl(path.join(dir, 'hostile/r.jsonl'));
-  const failures = readJsonl(path.join(dir, 'hostile/r_failures.jsonl'));
-  const keys = keysOf([...completed, ...failures]);
-  assert.equal(keys.length, rows.length);
-  assert.equal(new Set(keys).size, rows.length);
-  for (const row of completed) {
-    const expected = EXPECTED[row.kind as Kind];
-    assert.ok(!expected || 'completed' in expected, `${String(row.kind)} completed but should have failed`);
-    if (expected) assert.equal(row.reward, 1, String(row.kind));
-  }
-  for (const row of failures) {
-    const expected = EXPECTED[row.kind as Kind];
-    if (!expected) continue;
-    const error = String(row.error);
-    if ('completed' in expected) {
-      assert.ok(expected.orError?.test(error), `${String(row.kind)} failed: ${error.slice(0, 300)}`);
-      continue;
+    // Every row ends in exactly one line of one file, with the outcome its kind must have.
+    const completed = readJsonl(path.join(dir, 'hostile/r.jsonl'));
+    const failures = readJsonl(path.join(dir, 'hostile/r_failures.jsonl'));
+    const keys = keysOf([...completed, ...failures]);
+    assert.equal(keys.length, rows.length);
+    assert.equal(new Set(keys).size, rows.length);
+    for (const row of completed) {
+      const expected = EXPECTED[row.kind as Kind];
+      assert.ok(!expected || 'completed' in expected, `${String(row.kind)} completed but should have failed`);
+      if (expected) assert.equal(row.reward, 1, String(row.kind));
     }
-    assert.match(error, expected.error, String(row.kind));
-    assert.equal(row._ng_failure_terminal === true, expected.terminal, `${String(row.kind)}: ${error.slice(0, 300)}`);
-  }
-  // Each rollout's time is bounded by its timeouts (the run timeout plus scheduling slack).
-  for (const row of [...completed, ...failures]) {
-    const secs = row._ng_rollout_duration_secs;
-    if (typeof secs === 'number') assert.ok(secs <= RUN_TIMEOUT_SECS + 2, `${String(row.kind)} took ${secs}s`);
-  }
-  assert.ok(peak === undefined || peak < RSS_BOUND_MIB, `agent peak RSS ${peak} MiB is over ${RSS_BOUND_MIB} MiB`);
-  const figure =
-    `hostile mix (seed ${SEED}): ${rows.length} rows at concurrency ${CONCURRENCY} in ${wallSecs.toFixed(1)}s, ` +
-    `${completed.length} completed, ${failures.length} failed; agent peak RSS ${peak === undefined ? 'n/a' : peak.toFixed(1)} MiB (goal ${RSS_GOAL_MIB}, asserted bound ${RSS_BOUND_MIB})`;
-  t.diagnostic(figure);
+    for (const row of failures) {
+      const expected = EXPECTED[row.kind as Kind];
+      if (!expected) continue;
+      const error = String(row.error);
+      if ('completed' in expected) {
+        assert.ok(expected.orError?.test(error), `${String(row.kind)} failed: ${error.slice(0, 300)}`);
+        continue;
+      }
+      assert.match(error, expected.error, String(row.kind));
+      assert.equal(row._ng_failure_terminal === true, expected.terminal, `${String(row.kind)}: ${error.slice(0, 300)}`);
+    }
+    // Each rollout's time is bounded by its timeouts (the run timeout plus scheduling slack).
+    for (const row of [...completed, ...failures]) {
+      const secs = row._ng_rollout_duration_secs;
+      if (typeof secs === 'number') assert.ok(secs <= RUN_TIMEOUT_SECS + 2, `${String(row.kind)} took ${secs}s`);
+    }
+    assert.ok(peak === undefined || peak < RSS_BOUND_MIB, `agent peak RSS ${peak} MiB is over ${RSS_BOUND_MIB} MiB`);
+    const figure =
+      `hostile mix (seed ${SEED}): ${rows.length} rows at concurrency ${CONCURRENCY} in ${wallSecs.toFixed(1)}s, ` +
+      `${completed.length} completed, ${failures.length} failed; agent peak RSS ${peak === undefined ? 'n/a' : peak.toFixed(1)} MiB (goal ${RSS_GOAL_MIB}, asserted bound ${RSS_BOUND_MIB})`;
+    t.diagnostic(figure);
 
-  environment.child.kill('SIGINT');
-  await environment.result;
-  environment = undefined;
-  await eventually(() => processesWithMarker(marker).length === 0, { what: 'no server is left', timeoutMs: 5_000, intervalMs: 25 });
-});
+    environment.child.kill('SIGINT');
+    await environment.result;
+    environment = undefined;
+    await eventually(() => processesWithMarker(marker).length === 0, {
+      what: 'no server is left',
+      timeoutMs: 5_000,
+      intervalMs: 25,
+    });
+  },
+);

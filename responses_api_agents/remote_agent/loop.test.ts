@@ -26,7 +26,10 @@ describe('C. loop semantics', () => {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
       assert.equal(h.service.calls.length, 1);
-      assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session', '/verify']);
+      assert.deepEqual(
+        h.env.requests.map((r) => r.path),
+        ['/seed_session', '/verify'],
+      );
       assert.equal(result._ng_failure_class, undefined);
     } finally {
       await h.close();
@@ -78,7 +81,10 @@ describe('C. loop semantics', () => {
 
   test('case 16: duplicate call_ids collapse to the last arguments, keeping the first position', async () => {
     const h = await startHarness({
-      service: [toolAsk(inc(1, 'dup'), functionCall('get_counter_value', {}, 'other'), inc(3, 'dup')), finalAnswer('ok')],
+      service: [
+        toolAsk(inc(1, 'dup'), functionCall('get_counter_value', {}, 'other'), inc(3, 'dup')),
+        finalAnswer('ok'),
+      ],
     });
     try {
       const result = await h.run(basicRow());
@@ -147,18 +153,25 @@ describe('C. loop semantics', () => {
   });
 
   test('case 19 / U10: a message does not end the loop while asks remain — the call runs and the service is called again', async () => {
-    const h = await startHarness({ service: [responseObject([assistantMessage('partial answer'), inc(1)]), finalAnswer('ok')] });
+    const h = await startHarness({
+      service: [responseObject([assistantMessage('partial answer'), inc(1)]), finalAnswer('ok')],
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(h.service.calls.length, 2);
       assert.equal(h.env.to('/increment_counter').length, 1);
-      assert.deepEqual(typesOf(result.response.output), ['message', 'function_call', 'function_call_output', 'message']);
+      assert.deepEqual(typesOf(result.response.output), [
+        'message',
+        'function_call',
+        'function_call_output',
+        'message',
+      ]);
     } finally {
       await h.close();
     }
   });
 
-  test('case 20 / U11: incomplete_details stops before running that response\'s asks; verify sees it and keeps incomplete_details', async () => {
+  test("case 20 / U11: incomplete_details stops before running that response's asks; verify sees it and keeps incomplete_details", async () => {
     const truncated = responseObject([inc(1, 'dangling')], {
       status: 'incomplete',
       incomplete_details: { reason: 'max_output_tokens' },
@@ -169,7 +182,10 @@ describe('C. loop semantics', () => {
       assert.equal(result._ng_failure_class, undefined);
       assert.equal(result.reward, 1.0);
       assert.equal(h.service.calls.length, 2);
-      assert.deepEqual(h.env.to('/increment_counter').map((r) => r.body), [{ count: 2 }]);
+      assert.deepEqual(
+        h.env.to('/increment_counter').map((r) => r.body),
+        [{ count: 2 }],
+      );
       assert.deepEqual(result.response.incomplete_details, { reason: 'max_output_tokens' });
       assert.deepEqual(typesOf(result.response.output), ['function_call', 'function_call_output', 'function_call']);
     } finally {
@@ -177,7 +193,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 21: max_steps bounds the loop without failing; the last step\'s tools still run', async () => {
+  test("case 21: max_steps bounds the loop without failing; the last step's tools still run", async () => {
     const h = await startHarness({ service: () => toolAsk(inc(1)), config: { max_steps: 2 } });
     try {
       const result = await h.run(basicRow());
@@ -191,7 +207,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 22: the final response is the last response with every step\'s items + tool outputs and summed usage', async () => {
+  test("case 22: the final response is the last response with every step's items + tool outputs and summed usage", async () => {
     const h = await startHarness({
       service: [
         toolAsk(inc(1, 'a')),
@@ -214,7 +230,10 @@ describe('C. loop semantics', () => {
     ['U8: empty output', []],
     ['U9: reasoning only', [reasoningItem('hmm')]],
     ['U9: paired records only', [functionCall('own', {}, 'p'), functionCallOutput('p', 'x')]],
-    ['U9: hosted-tool items only', [{ type: 'web_search_call', id: 'ws_1', action: { type: 'search' }, status: 'completed' }]],
+    [
+      'U9: hosted-tool items only',
+      [{ type: 'web_search_call', id: 'ws_1', action: { type: 'search' }, status: 'completed' }],
+    ],
     ['U12: a user-role message is not a final answer', [{ type: 'message', role: 'user', content: 'hello?' }]],
     ['U16: an orphan function_call_output alone', [functionCallOutput('nobody', 'x')]],
   ];
@@ -235,11 +254,16 @@ describe('C. loop semantics', () => {
   }
 
   test('U16: an orphan function_call_output next to a final message passes through, nothing executed', async () => {
-    const h = await startHarness({ service: [responseObject([functionCallOutput('nobody', 'x'), assistantMessage('ok')])] });
+    const h = await startHarness({
+      service: [responseObject([functionCallOutput('nobody', 'x'), assistantMessage('ok')])],
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
-      assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session', '/verify']);
+      assert.deepEqual(
+        h.env.requests.map((r) => r.path),
+        ['/seed_session', '/verify'],
+      );
     } finally {
       await h.close();
     }
@@ -249,16 +273,29 @@ describe('C. loop semantics', () => {
     const h = await startHarness({ service: [toolAsk(inc(1, 'same')), toolAsk(inc(2, 'same')), finalAnswer('ok')] });
     try {
       await h.run(basicRow());
-      assert.deepEqual(h.env.to('/increment_counter').map((r) => r.body), [{ count: 1 }, { count: 2 }]);
+      assert.deepEqual(
+        h.env.to('/increment_counter').map((r) => r.body),
+        [{ count: 1 }, { count: 2 }],
+      );
     } finally {
       await h.close();
     }
   });
 
   const statusFailures: Array<[string, Record<string, unknown>, boolean, RegExp]> = [
-    ['status failed', { status: 'failed', error: { code: 'server_error', message: 'model crashed' } }, false, /server_error: model crashed/],
+    [
+      'status failed',
+      { status: 'failed', error: { code: 'server_error', message: 'model crashed' } },
+      false,
+      /server_error: model crashed/,
+    ],
     ['status cancelled', { status: 'cancelled' }, false, /status cancelled/],
-    ['an error object', { status: 'completed', error: { code: 'rate_limit_exceeded', message: 'slow down' } }, false, /slow down/],
+    [
+      'an error object',
+      { status: 'completed', error: { code: 'rate_limit_exceeded', message: 'slow down' } },
+      false,
+      /slow down/,
+    ],
     ['status in_progress (background)', { status: 'in_progress' }, true, /background responses are not supported/],
     ['status queued (background)', { status: 'queued' }, true, /background responses are not supported/],
   ];
@@ -280,7 +317,9 @@ describe('C. loop semantics', () => {
 
 describe('D. tool execution', () => {
   test('case 24: an unknown tool name goes to the resources server and its 404 Not Found text comes back', async () => {
-    const h = await startHarness({ service: [toolAsk(functionCall('web_search', { q: 'x' }, 'w')), finalAnswer('ok')] });
+    const h = await startHarness({
+      service: [toolAsk(functionCall('web_search', { q: 'x' }, 'w')), finalAnswer('ok')],
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
@@ -293,7 +332,9 @@ describe('D. tool execution', () => {
   });
 
   test('case 25: malformed JSON arguments → an error output naming the decoder error, no tool call, rollout continues', async () => {
-    const h = await startHarness({ service: [toolAsk(functionCall('increment_counter', 'not json', 'bad')), finalAnswer('ok')] });
+    const h = await startHarness({
+      service: [toolAsk(functionCall('increment_counter', 'not json', 'bad')), finalAnswer('ok')],
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
@@ -314,7 +355,9 @@ describe('D. tool execution', () => {
   ];
   for (const [label, args, reason] of oddArguments) {
     test(`D6 / U18: arguments that are ${label} → Invalid tool call arguments, environment not contacted`, async () => {
-      const h = await startHarness({ service: [toolAsk(functionCall('increment_counter', args, 'x')), finalAnswer('ok')] });
+      const h = await startHarness({
+        service: [toolAsk(functionCall('increment_counter', args, 'x')), finalAnswer('ok')],
+      });
       try {
         await h.run(basicRow());
         assert.equal(h.env.to('/increment_counter').length, 0);
@@ -355,14 +398,30 @@ describe('D. tool execution', () => {
     }
   });
 
-  const refusedNames = ['verify', 'seed_session', 'aggregate_metrics', 'reverify_mode', '../verify', 'a/b', 'x?y=1', 'x#y', '..', '.', 'a'.repeat(129), 'naïve'];
+  const refusedNames = [
+    'verify',
+    'seed_session',
+    'aggregate_metrics',
+    'reverify_mode',
+    '../verify',
+    'a/b',
+    'x?y=1',
+    'x#y',
+    '..',
+    '.',
+    'a'.repeat(129),
+    'naïve',
+  ];
   test('D5 / U17: names that are not plain identifiers or that are reserved routes never reach the environment', async () => {
     const calls = refusedNames.map((name, i) => functionCall(name, {}, `r${i}`));
     const h = await startHarness({ service: [toolAsk(...calls), finalAnswer('ok')] });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
-      assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session', '/verify']);
+      assert.deepEqual(
+        h.env.requests.map((r) => r.path),
+        ['/seed_session', '/verify'],
+      );
       const outputs = toolOutputsIn(h.service.calls[1]!.body.input);
       assert.equal(outputs.length, refusedNames.length);
       for (const output of outputs) assert.match(JSON.parse(output.output).error, /is not available/);
@@ -387,7 +446,10 @@ describe('D. tool execution', () => {
   test('U3: a non-UTF-8 tool body is decoded with replacement and fed back, not a rollout failure', async () => {
     const app = new App()
       .post('/seed_session', () => ({ body: {} }))
-      .post('/binary_tool', () => ({ raw: Buffer.from([0x7b, 0x22, 0x78, 0x22, 0x3a, 0xff, 0xfe, 0x7d]), contentType: 'application/json' }))
+      .post('/binary_tool', () => ({
+        raw: Buffer.from([0x7b, 0x22, 0x78, 0x22, 0x3a, 0xff, 0xfe, 0x7d]),
+        contentType: 'application/json',
+      }))
       .post('/verify', () => ({ body: { reward: 1.0 } }));
     const env = await listenEnv(app, 'binary_env');
     const h = await startHarness({ service: [toolAsk(functionCall('binary_tool', {}, 'b')), finalAnswer('ok')], env });
@@ -453,7 +515,9 @@ describe('F. usage', () => {
   });
 
   test('case 35: omitted usage → success with usage null and a "no usage" warning; a clean trajectory prints no WARNING', async () => {
-    const h = await startHarness({ service: [responseObject([assistantMessage('ok')], { usage: undefined }), finalAnswer('ok')] });
+    const h = await startHarness({
+      service: [responseObject([assistantMessage('ok')], { usage: undefined }), finalAnswer('ok')],
+    });
     try {
       const bare = await h.run(basicRow());
       assert.equal(bare.reward, 1.0);
@@ -462,7 +526,10 @@ describe('F. usage', () => {
       assert.equal(h.logs.filter((l) => /WARNING/.test(l) && /no usage/.test(l)).length, 1);
       h.logs.length = 0;
       await h.run(basicRow());
-      assert.deepEqual(h.logs.filter((l) => l.includes('WARNING')), []);
+      assert.deepEqual(
+        h.logs.filter((l) => l.includes('WARNING')),
+        [],
+      );
     } finally {
       await h.close();
     }
@@ -482,7 +549,9 @@ describe('F. usage', () => {
   });
 
   test('case 36: partial usage is an invalid Responses object → terminal', async () => {
-    const h = await startHarness({ service: [finalAnswer('ok', { usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } })] });
+    const h = await startHarness({
+      service: [finalAnswer('ok', { usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } })],
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(result._ng_failure_terminal, true);

@@ -56,7 +56,13 @@ export async function runAgentLoop(
   for (let step = 1; ; step++) {
     ctx.progress?.enter('calling_service', step);
     const sentAt = performance.now();
-    const answer = await ctx.service.respond(body.build(trajectory.items), params, ctx.serviceJar, ctx.budget, ctx.progress);
+    const answer = await ctx.service.respond(
+      body.build(trajectory.items),
+      params,
+      ctx.serviceJar,
+      ctx.budget,
+      ctx.progress,
+    );
     const response = answer.response;
     trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);
     checkResponseStatus(response);

@@ -76,7 +76,12 @@ export class Environment {
     }
   }
 
-  private async call(path: string, jsonText: string | Buffer, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
+  private async call(
+    path: string,
+    jsonText: string | Buffer,
+    jar: CookieJar,
+    budget: RunBudget,
+  ): Promise<HttpResponse> {
     try {
       return await callInternal(`${this.url}${path}`, {
         jsonText,
@@ -118,7 +123,9 @@ export class VerifiedRow {
   /** The same object with one more field last (a field of that name already there is overridden, as a spread would). */
   withField(name: string, value: unknown): VerifiedRow {
     const end = this.text.lastIndexOf('}');
-    return new VerifiedRow(`${this.text.slice(0, end)},${JSON.stringify(name)}:${JSON.stringify(value)}${this.text.slice(end)}`);
+    return new VerifiedRow(
+      `${this.text.slice(0, end)},${JSON.stringify(name)}:${JSON.stringify(value)}${this.text.slice(end)}`,
+    );
   }
 }
 

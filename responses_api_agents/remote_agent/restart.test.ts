@@ -11,7 +11,14 @@ import { describe, test } from 'node:test';
 import { createCounterServer } from '../../resources_servers/example_session_state_mgmt/app.js';
 import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
 import { finalAnswer, functionCall, toolAsk, type ServiceCall } from '../../src/testing/index.js';
-import { basicRow, gates, listenEnv, startHarness, type RecordingEnv, type RunResult } from '../../test/support/remote-agent.js';
+import {
+  basicRow,
+  gates,
+  listenEnv,
+  startHarness,
+  type RecordingEnv,
+  type RunResult,
+} from '../../test/support/remote-agent.js';
 
 const ENV_NAME = 'example_session_state_mgmt_resources_server';
 /** Seeded at 3, +1 then +2: the counter environment scores 1.0 only on the session that saw both increments. */
@@ -105,7 +112,11 @@ describe('a resources server restarted mid-rollout', () => {
         return res.headers.get(SERVER_BOOT_HEADER);
       };
       const seed = { initial_count: 1 };
-      const seen = [await boot(a, '/seed_session', seed), await boot(a, '/no_such_tool'), await boot(a, '/increment_counter')];
+      const seen = [
+        await boot(a, '/seed_session', seed),
+        await boot(a, '/no_such_tool'),
+        await boot(a, '/increment_counter'),
+      ];
       assert.match(seen[0] ?? '', /^[0-9a-f-]{36}$/);
       assert.deepEqual(seen, [seen[0], seen[0], seen[0]], 'success, 404 and 422 replies carry the same id');
       assert.notEqual(await boot(b, '/seed_session', seed), seen[0]);

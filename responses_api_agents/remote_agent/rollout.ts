@@ -1,7 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { USAGE_FILLED_KEY } from '../../src/contract/echo-fill.js';
 import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
-import { normalizeInput, placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
+import {
+  normalizeInput,
+  placeholderResponse,
+  validateCreateParams,
+  type CreateParams,
+} from '../../src/contract/index.js';
 import {
   describeError,
   isGymError,
@@ -82,7 +87,11 @@ export interface RunOptions {
  * A success is the `/verify` answer as text (`VerifiedRow`, passed through to the caller unparsed); a failure is a
  * row object.
  */
-export async function runRollout(body: unknown, ctx: RolloutContext, options: RunOptions = {}): Promise<Row | VerifiedRow> {
+export async function runRollout(
+  body: unknown,
+  ctx: RolloutContext,
+  options: RunOptions = {},
+): Promise<Row | VerifiedRow> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
@@ -92,7 +101,10 @@ export async function runRollout(body: unknown, ctx: RolloutContext, options: Ru
   const progress = ctx.registry?.begin(row);
   try {
     if ('skills_ref' in row) {
-      ctx.log.warn('skills_ref', 'the row carries skills_ref, which the remote agent ignores (it is never sent to the service)');
+      ctx.log.warn(
+        'skills_ref',
+        'the row carries skills_ref, which the remote agent ignores (it is never sent to the service)',
+      );
     }
     const params = validateCreateParams(row.responses_create_params);
     if (!params.ok) {

@@ -43,7 +43,11 @@ describe('I. Gym-side failures', () => {
   test('case 49: seed fails → failure row naming /seed_session, the service is never called, no verify', async () => {
     const h = await startHarness({
       service: [finalAnswer('never')],
-      env: { seed: () => { throw new HttpError(500, 'seed exploded'); } },
+      env: {
+        seed: () => {
+          throw new HttpError(500, 'seed exploded');
+        },
+      },
     });
     try {
       const result = await h.run(basicRow());
@@ -60,35 +64,47 @@ describe('I. Gym-side failures', () => {
   test('case 50: verify fails → non-terminal failure row naming /verify, reward 0.0, the full trajectory kept as evidence', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('increment_counter', { count: 1 })), finalAnswer('done')],
-      env: { verify: () => { throw new HttpError(500, 'verifier down'); } },
+      env: {
+        verify: () => {
+          throw new HttpError(500, 'verifier down');
+        },
+      },
     });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 0.0);
       assert.equal(result._ng_failure_terminal, undefined);
       assert.match(result.error!, /^\/verify on the resources server failed: HTTP 500: .*verifier down/);
-      assert.deepEqual(typesOf(result._ng_partial_response!.output), ['function_call', 'function_call_output', 'message']);
+      assert.deepEqual(typesOf(result._ng_partial_response!.output), [
+        'function_call',
+        'function_call_output',
+        'message',
+      ]);
     } finally {
       await h.close();
     }
   });
 
   test('U33: a verify body without a numeric reward fails with a clear "/verify returned an invalid body"', async () => {
-    const app = new App()
-      .post('/seed_session', () => ({ body: {} }))
-      .post('/verify', () => ({ body: { score: 1 } }));
+    const app = new App().post('/seed_session', () => ({ body: {} })).post('/verify', () => ({ body: { score: 1 } }));
     const env = await listenEnv(app, 'odd_verifier');
     const h = await startHarness({ service: [finalAnswer('ok')], env });
     try {
       const result = await h.run(basicRow());
-      assert.match(result.error!, /^\/verify on the resources server failed: \/verify returned an invalid body .*`reward` is missing/);
+      assert.match(
+        result.error!,
+        /^\/verify on the resources server failed: \/verify returned an invalid body .*`reward` is missing/,
+      );
     } finally {
       await h.close();
     }
   });
 
   test('case 51: verify extras pass through unchanged', async () => {
-    const h = await startHarness({ service: [finalAnswer('ok')], env: { verify: () => ({ reward: 0.5, grading_notes: 'half right' }) } });
+    const h = await startHarness({
+      service: [finalAnswer('ok')],
+      env: { verify: () => ({ reward: 0.5, grading_notes: 'half right' }) },
+    });
     try {
       const result = await h.run(basicRow('q', { dataset_extra: 7 }));
       assert.equal(result.reward, 0.5);
@@ -106,13 +122,20 @@ describe('I. Gym-side failures', () => {
       .post('/verify', (req) => {
         const body = req.json() as Record<string, any>;
         // Like a NeMo Gym environment whose verify model declares only some fields: no answer key, no bulky input.
-        verifyResponse = { responses_create_params: body.responses_create_params, response: body.response, reward: 1, category: 'kept' };
+        verifyResponse = {
+          responses_create_params: body.responses_create_params,
+          response: body.response,
+          reward: 1,
+          category: 'kept',
+        };
         return { body: verifyResponse };
       });
     const env = await listenEnv(app, 'omitting_env');
     const h = await startHarness({ service: [finalAnswer('ok')], env });
     try {
-      const result = await h.run(basicRow('q', { ground_truth: 'secret answer', circles: [[1, 2, 3]], category: 'from-row' }));
+      const result = await h.run(
+        basicRow('q', { ground_truth: 'secret answer', circles: [[1, 2, 3]], category: 'from-row' }),
+      );
       assert.deepEqual(result, verifyResponse);
       assert.equal('ground_truth' in result, false);
       assert.equal('verifier_metadata' in result, false);
@@ -128,7 +151,11 @@ describe('I. Gym-side failures', () => {
         throw new TypeError('internal bug');
       }
     }
-    const h = await startHarness({ service: [finalAnswer('ok')], env, agent: { environment: new BuggyEnvironment(env.name, env.url) } });
+    const h = await startHarness({
+      service: [finalAnswer('ok')],
+      env,
+      agent: { environment: new BuggyEnvironment(env.name, env.url) },
+    });
     try {
       const res = await h.post<RunResult>('/run', basicRow());
       assert.equal(res.status, 200);
@@ -155,11 +182,7 @@ describe('I. Gym-side failures', () => {
   test('D11 / U30: invalid responses_create_params → a terminal failure row with HTTP 200; nothing is called', async () => {
     const h = await startHarness({ service: [finalAnswer('never')] });
     try {
-      for (const params of [
-        { input: 'x', foo: 1 },
-        { input: 'x', stream: true },
-        { tools: [] },
-      ]) {
+      for (const params of [{ input: 'x', foo: 1 }, { input: 'x', stream: true }, { tools: [] }]) {
         const res = await h.post<RunResult>('/run', { ...basicRow(), responses_create_params: params });
         assert.equal(res.status, 200);
         assert.equal(res.body._ng_failure_terminal, true);
@@ -223,7 +246,9 @@ describe('J. timeouts and concurrency', () => {
       const call = h.service.calls[0]!;
       if (!call.signal.aborted) await new Promise((resolve) => call.signal.addEventListener('abort', resolve));
       assert.equal(h.service.inFlight, 0);
-      await eventually(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, { what: 'the slot is freed' });
+      await eventually(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, {
+        what: 'the slot is freed',
+      });
     } finally {
       await h.close();
     }
@@ -323,12 +348,26 @@ describe('K. re-fed output rows', () => {
     try {
       const result = await h.run({ ...basicRow(), ...STALE });
       assert.equal(result.reward, 1.0);
-      for (const key of ['_ng_failure_class', '_ng_no_persist', '_ng_failure_terminal', 'error', '_ng_partial_response', '_ng_rollout_duration_secs']) {
+      for (const key of [
+        '_ng_failure_class',
+        '_ng_no_persist',
+        '_ng_failure_terminal',
+        'error',
+        '_ng_partial_response',
+        '_ng_rollout_duration_secs',
+      ]) {
         assert.equal(result[key], undefined, key);
       }
       assert.notEqual(result.response.id, 'stale');
       for (const r of [h.env.to('/seed_session')[0]!, h.env.to('/verify')[0]!]) {
-        for (const key of ['reward', 'error', '_ng_failure_class', '_ng_no_persist', '_ng_failure_terminal', '_ng_partial_response']) {
+        for (const key of [
+          'reward',
+          'error',
+          '_ng_failure_class',
+          '_ng_no_persist',
+          '_ng_failure_terminal',
+          '_ng_partial_response',
+        ]) {
           assert.equal((r.body as Row)[key], undefined, `${r.path} got ${key}`);
         }
       }
@@ -385,7 +424,7 @@ describe('L. HTTP routes', () => {
     }
   });
 
-  test('case 61: /v1/responses is live — the merged trajectory on the caller\'s environment session', async () => {
+  test("case 61: /v1/responses is live — the merged trajectory on the caller's environment session", async () => {
     const h = await startHarness({
       service: [
         reply.json(toolAsk(functionCall('increment_counter', { count: 2 }, 'c')), { setCookies: ['svc=secret'] }),
@@ -393,7 +432,11 @@ describe('L. HTTP routes', () => {
       ],
     });
     try {
-      const res = await h.post<ResultResponse>('/v1/responses', { input: 'go', tools: [] }, { cookie: 'session=caller' });
+      const res = await h.post<ResultResponse>(
+        '/v1/responses',
+        { input: 'go', tools: [] },
+        { cookie: 'session=caller' },
+      );
       assert.equal(res.status, 200);
       assert.equal(res.body.id, 'svc_traj');
       assert.deepEqual(typesOf(res.body.output), ['function_call', 'function_call_output', 'message']);
@@ -431,12 +474,26 @@ describe('N. aggregate metrics proxy', () => {
     try {
       const body = {
         verify_responses: [
-          { ...basicRow(), reward: 1.0, _ng_task_index: 0, _ng_rollout_index: 0, response: responseObject([assistantMessage('a')]) },
-          { ...basicRow(), reward: 0.0, _ng_task_index: 0, _ng_rollout_index: 1, response: responseObject([assistantMessage('b')]) },
+          {
+            ...basicRow(),
+            reward: 1.0,
+            _ng_task_index: 0,
+            _ng_rollout_index: 0,
+            response: responseObject([assistantMessage('a')]),
+          },
+          {
+            ...basicRow(),
+            reward: 0.0,
+            _ng_task_index: 0,
+            _ng_rollout_index: 1,
+            response: responseObject([assistantMessage('b')]),
+          },
         ],
       };
       const viaAgent = await h.post<Row>('/aggregate_metrics', body);
-      const direct = await (await import('../../src/http/client.js')).callInternal(`${h.env.url}/aggregate_metrics`, {
+      const direct = await (
+        await import('../../src/http/client.js')
+      ).callInternal(`${h.env.url}/aggregate_metrics`, {
         json: body,
         timeoutMs: 5000,
       });
@@ -450,7 +507,10 @@ describe('N. aggregate metrics proxy', () => {
   });
 
   test('case 69: the proxy is bounded — a hanging resources server gives a 500 after the bound, not a hang', async () => {
-    const app = new App().post('/aggregate_metrics', (req) => new Promise((resolve) => req.signal.addEventListener('abort', () => resolve({}))));
+    const app = new App().post(
+      '/aggregate_metrics',
+      (req) => new Promise((resolve) => req.signal.addEventListener('abort', () => resolve({}))),
+    );
     const env = await listenEnv(app, 'hanging_env');
     const h = await startHarness({ service: [], env, agent: { aggregateTimeoutSecs: 0.2 } });
     try {

@@ -13,7 +13,13 @@ import { readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js'
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply, firstAddend } from '../../src/testing/counter-brain.js';
-import { makeTestCa, reply, startScriptedService, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import {
+  makeTestCa,
+  reply,
+  startScriptedService,
+  type ScriptedService,
+  type ServiceCall,
+} from '../../src/testing/index.js';
 import { eventually } from '../../test/support/wait.js';
 
 const TOKEN = `bearer-${process.pid}-${Date.now()}-s3cr3t`;
@@ -44,7 +50,10 @@ function counterBrain(call: ServiceCall): unknown {
   }
   if (firstAddend(call) === 13) {
     // A careless service echoing what it received: the row must not carry it.
-    return reply.status(401, `token ${String(call.headers.authorization)} with key ${String(call.headers['x-tenant-key'])} is not allowed this task`);
+    return reply.status(
+      401,
+      `token ${String(call.headers.authorization)} with key ${String(call.headers['x-tenant-key'])} is not allowed this task`,
+    );
   }
   return counterTaskReply(call);
 }
@@ -72,12 +81,25 @@ test('secrets never appear in anything a run writes or serves', async () => {
   let startOut = '';
   start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
   try {
-    await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, { what: 'gym env start to be ready', timeoutMs: 60_000 });
+    await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
+      what: 'gym env start to be ready',
+      timeoutMs: 60_000,
+    });
     assert.match(startOut, /servers ready/, `${startOut}\n${start.stderr()}`);
 
     const run = await runGym(
-      ['eval', 'run', '--no-serve', `++head_server.port=${headPort}`, '-a', 'remote_agent', '-i',
-        path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'), '-o', 'out/rollouts.jsonl'],
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        `++head_server.port=${headPort}`,
+        '-a',
+        'remote_agent',
+        '-i',
+        path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
+        '-o',
+        'out/rollouts.jsonl',
+      ],
       { cwd: dir, env },
     );
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
@@ -86,7 +108,10 @@ test('secrets never appear in anything a run writes or serves', async () => {
     assert.equal(rollouts.length, 4, JSON.stringify(failures));
     for (const row of rollouts) assert.equal(row.reward, 1);
     assert.equal(failures.length, 1);
-    assert.match(String(failures[0]!.error), /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(AGENT_TOKEN\)/);
+    assert.match(
+      String(failures[0]!.error),
+      /HTTP 401 \(the service refused the credential sent from agent_api_key_env \(AGENT_TOKEN\)/,
+    );
     assert.match(String(failures[0]!.error), /token Bearer \*\*\*\* with key \*\*\*\*/);
     assertNoSecret(run.stdout + run.stderr, 'gym eval run output');
 
@@ -98,7 +123,10 @@ test('secrets never appear in anything a run writes or serves', async () => {
     }
     const served = (await request(`${head}/global_config_dict_yaml`, { timeoutMs: 5_000 })).text();
     assert.match(served, /X-Tenant-Key: (\\")?\*\*\*\*/, 'the header name stays visible, its value masked');
-    for (const args of [['env', 'status'], ['env', 'status', '--json']]) {
+    for (const args of [
+      ['env', 'status'],
+      ['env', 'status', '--json'],
+    ]) {
       const status = await runGym([...args, `++head_server.port=${headPort}`], { cwd: dir, env });
       assert.equal(status.code, 0, status.stderr);
       assertNoSecret(status.stdout + status.stderr, args.join(' '));
@@ -119,7 +147,8 @@ test('secrets never appear in anything a run writes or serves', async () => {
       assertNoSecret(index, 'the viewer index');
       const links = [...new Set([...index.matchAll(/href="(\/[^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')))];
       assert.ok(links.length >= 5, 'the index links the rollouts');
-      for (const link of links) assertNoSecret((await request(`${base}${link}`, { timeoutMs: 5_000 })).text(), `the viewer page ${link}`);
+      for (const link of links)
+        assertNoSecret((await request(`${base}${link}`, { timeoutMs: 5_000 })).text(), `the viewer page ${link}`);
     } finally {
       view.child.kill('SIGTERM');
       await view.result;
@@ -130,25 +159,49 @@ test('secrets never appear in anything a run writes or serves', async () => {
   }
   assertNoSecret(startOut + start.stderr(), 'gym env start output');
   const files = filesUnder(dir).filter((file) => !file.endsWith('.key'));
-  assert.ok(files.some((file) => file.startsWith(logDir)), 'the servers wrote logs');
+  assert.ok(
+    files.some((file) => file.startsWith(logDir)),
+    'the servers wrote logs',
+  );
   for (const file of files) assertNoSecret(readFileSync(file, 'latin1'), file);
   // The debug log line with the full 401 body is there, scrubbed.
-  assert.match(readFileSync(path.join(logDir, 'remote_agent.log'), 'utf8'), /HTTP 401 from .* full body: token Bearer \*\*\*\*/);
+  assert.match(
+    readFileSync(path.join(logDir, 'remote_agent.log'), 'utf8'),
+    /HTTP 401 from .* full body: token Bearer \*\*\*\*/,
+  );
 });
 
 test('gym env start refuses an unset agent_api_key_env variable, naming it, and a missing agent_ca_file, naming the path', async () => {
   const dir = tempDir('tsgym-secrets-');
   const agentKey = '++remote_agent.responses_api_agents.remote_agent';
-  const base = [`+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')}]`, `++nemo_gym_log_dir=${path.join(dir, 'logs')}`];
+  const base = [
+    `+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')}]`,
+    `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+  ];
   const unset = await runGym(
-    ['env', 'start', ...base, `++head_server.port=${await findFreePort()}`, `${agentKey}.agent_api_key_env=TSGYM_NEVER_SET_TOKEN`],
+    [
+      'env',
+      'start',
+      ...base,
+      `++head_server.port=${await findFreePort()}`,
+      `${agentKey}.agent_api_key_env=TSGYM_NEVER_SET_TOKEN`,
+    ],
     { cwd: dir, env: { TSGYM_NEVER_SET_TOKEN: undefined } },
   );
   assert.equal(unset.code, 1);
   assert.match(unset.stderr, /Server 'remote_agent' exited with code 1 during start-up/);
-  assert.match(unset.stderr, /agent_api_key_env names the environment variable TSGYM_NEVER_SET_TOKEN, which is not set/);
+  assert.match(
+    unset.stderr,
+    /agent_api_key_env names the environment variable TSGYM_NEVER_SET_TOKEN, which is not set/,
+  );
   const missingCa = await runGym(
-    ['env', 'start', ...base, `++head_server.port=${await findFreePort()}`, `${agentKey}.agent_ca_file=${path.join(dir, 'nope.pem')}`],
+    [
+      'env',
+      'start',
+      ...base,
+      `++head_server.port=${await findFreePort()}`,
+      `${agentKey}.agent_ca_file=${path.join(dir, 'nope.pem')}`,
+    ],
     { cwd: dir },
   );
   assert.equal(missingCa.code, 1);

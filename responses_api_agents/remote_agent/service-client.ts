@@ -168,7 +168,7 @@ export class ServiceClient {
         const trust = ca
           ? `agent_ca_file (${ca.file}) is trusted for it: check that this CA signed the certificate and that the ` +
             'certificate names the host of agent_base_url'
-          : 'if a private CA signed it, set agent_ca_file to that CA\'s PEM file';
+          : "if a private CA signed it, set agent_ca_file to that CA's PEM file";
         return retryable(
           'REMOTE_TLS',
           `TLS with the remote service failed (${err.message.trim()}); not retried, a certificate problem does not fix ` +
@@ -185,16 +185,23 @@ export class ServiceClient {
   private parse(res: HttpResponse, sent: EchoSource): ServiceAnswer {
     if (res.status >= 300) throw this.statusFailure(res);
     // Checked in place, then decoded once: a fatal TextDecoder held a second copy of large bodies at the peak.
-    if (!isUtf8(res.body)) throw new RetryableRolloutError('REMOTE_NOT_JSON', 'response is not valid JSON: the body is not valid UTF-8');
+    if (!isUtf8(res.body))
+      throw new RetryableRolloutError('REMOTE_NOT_JSON', 'response is not valid JSON: the body is not valid UTF-8');
     let value: unknown;
     try {
       value = parseBoundedJson(res.body.toString('utf8'));
     } catch (err) {
       // Valid JSON too deep to hold is an invalid Responses object, classed as any other (D19).
       if (err instanceof JsonTooDeep) {
-        throw new TerminalRolloutError('REMOTE_INVALID_RESPONSE', `remote service returned an invalid Responses API object: ${err.message}`);
+        throw new TerminalRolloutError(
+          'REMOTE_INVALID_RESPONSE',
+          `remote service returned an invalid Responses API object: ${err.message}`,
+        );
       }
-      throw new RetryableRolloutError('REMOTE_NOT_JSON', `response is not valid JSON: ${this.safe((err as Error).message)}`);
+      throw new RetryableRolloutError(
+        'REMOTE_NOT_JSON',
+        `response is not valid JSON: ${this.safe((err as Error).message)}`,
+      );
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new RetryableRolloutError(
@@ -206,7 +213,9 @@ export class ServiceClient {
       ? validateResponseFillingEchoes(value as Record<string, unknown>, sent)
       : { ...validateResponse(value), filled: [], usageFilled: false };
     if (!checked.ok) {
-      this.options.debug?.(this.safe(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`));
+      this.options.debug?.(
+        this.safe(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`),
+      );
       throw new TerminalRolloutError(
         'REMOTE_INVALID_RESPONSE',
         `remote service returned an invalid Responses API object: ${this.safe(checked.message.slice(0, EXCERPT_BYTES))}`,
@@ -223,11 +232,16 @@ export class ServiceClient {
     const excerpt = this.safe(res.body.subarray(0, EXCERPT_BYTES).toString('utf8'));
     if (res.status < 400) {
       const location = res.headers.location;
-      const hint = location ? ` (redirect to ${this.safe(String(location))}; fix agent_base_url to point at the final address)` : '';
+      const hint = location
+        ? ` (redirect to ${this.safe(String(location))}; fix agent_base_url to point at the final address)`
+        : '';
       return new RetryableRolloutError('REMOTE_REDIRECT', `HTTP ${res.status}${hint}: ${excerpt}`);
     }
     if (res.status === 401 || res.status === 403) {
-      return new RetryableRolloutError('REMOTE_HTTP_STATUS', `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt}`);
+      return new RetryableRolloutError(
+        'REMOTE_HTTP_STATUS',
+        `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt}`,
+      );
     }
     return new RetryableRolloutError('REMOTE_HTTP_STATUS', `HTTP ${res.status}: ${excerpt}`);
   }
@@ -237,8 +251,10 @@ export class ServiceClient {
     const auth = this.options.auth;
     const sent = Object.keys(auth?.headers ?? {});
     if (sent.length === 0) {
-      return ' (the service wants a credential and none was sent: set agent_api_key_env to the name of an environment ' +
-        'variable holding its bearer token, or agent_headers for another scheme)';
+      return (
+        ' (the service wants a credential and none was sent: set agent_api_key_env to the name of an environment ' +
+        'variable holding its bearer token, or agent_headers for another scheme)'
+      );
     }
     const source = auth?.apiKeyEnv !== undefined ? `agent_api_key_env (${auth.apiKeyEnv})` : 'agent_headers';
     return status === 401

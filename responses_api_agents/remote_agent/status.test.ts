@@ -21,7 +21,11 @@ async function status(harness: Harness): Promise<AgentStatusBody> {
 }
 
 /** Polls GET /status until `check` holds (bounded); returns that answer. */
-async function statusWhen(harness: Harness, what: string, check: (body: AgentStatusBody) => boolean): Promise<AgentStatusBody> {
+async function statusWhen(
+  harness: Harness,
+  what: string,
+  check: (body: AgentStatusBody) => boolean,
+): Promise<AgentStatusBody> {
   let body: AgentStatusBody | undefined;
   await eventually(async () => check((body = await status(harness))), {
     what: () => `${what}; last /status: ${JSON.stringify(body)}`,
@@ -38,7 +42,12 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
   const verifyGate = gate();
   const harness = await startHarness({
     config: { concurrency: 1 },
-    service: [reply.status(429, 'busy', { headers: { 'retry-after': '1' } }), toolAsk(functionCall('slow_lookup', {}, 'c1')), finalAnswer('42'), finalAnswer('42')],
+    service: [
+      reply.status(429, 'busy', { headers: { 'retry-after': '1' } }),
+      toolAsk(functionCall('slow_lookup', {}, 'c1')),
+      finalAnswer('42'),
+      finalAnswer('42'),
+    ],
     env: {
       tools: { slow_lookup: tool(z.looseObject({}), async () => (await toolGate.opened, { found: true })) },
       verify: async (body) => {
@@ -49,26 +58,39 @@ test('GET /status follows each in-flight rollout: queued, retrying_overload, run
   });
   harnesses.push(harness);
   // Task 0 is sent as tsgym's collector sends it, asking for step latencies; task 1 as any other caller.
-  const first = harness.post('/run', basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }), { [STEP_LATENCY_HEADER]: '1' }).then((res) => res.body as Record<string, unknown>);
+  const first = harness
+    .post('/run', basicRow('q', { _ng_task_index: 0, _ng_rollout_index: 0 }), { [STEP_LATENCY_HEADER]: '1' })
+    .then((res) => res.body as Record<string, unknown>);
   const second = harness.run(basicRow('q', { _ng_task_index: 1, _ng_rollout_index: 0, _ng_attempt_index: 2 }));
 
-  const overloaded = await statusWhen(harness, 'task 0 retrying after the 429', (body) => stageOf(body, 0)?.stage === 'retrying_overload');
+  const overloaded = await statusWhen(
+    harness,
+    'task 0 retrying after the 429',
+    (body) => stageOf(body, 0)?.stage === 'retrying_overload',
+  );
   assert.equal(overloaded.in_flight, 2);
   assert.equal(overloaded.truncated, 0);
   // Task 1 waits for the single slot; its attempt is reported as sent.
-  assert.deepEqual({ ...stageOf(overloaded, 1), elapsed_s: 0, since_progress_s: 0 }, {
-    task_index: 1,
-    rollout_index: 0,
-    attempt: 2,
-    stage: 'queued',
-    step: 0,
-    tool: null,
-    elapsed_s: 0,
-    since_progress_s: 0,
-  });
+  assert.deepEqual(
+    { ...stageOf(overloaded, 1), elapsed_s: 0, since_progress_s: 0 },
+    {
+      task_index: 1,
+      rollout_index: 0,
+      attempt: 2,
+      stage: 'queued',
+      step: 0,
+      tool: null,
+      elapsed_s: 0,
+      since_progress_s: 0,
+    },
+  );
   assert.equal(stageOf(overloaded, 0)!.step, 1);
 
-  const tooling = await statusWhen(harness, 'task 0 running its tool', (body) => stageOf(body, 0)?.stage === 'running_tool');
+  const tooling = await statusWhen(
+    harness,
+    'task 0 running its tool',
+    (body) => stageOf(body, 0)?.stage === 'running_tool',
+  );
   assert.equal(stageOf(tooling, 0)!.tool, 'slow_lookup');
   assert.equal(stageOf(tooling, 0)!.step, 1);
   toolGate.open();

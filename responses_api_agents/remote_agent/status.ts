@@ -6,7 +6,13 @@
  * `MAX_STATUS_ENTRIES`. The stages and the entry per rollout are the collector's too: src/runfiles/in-flight.ts.
  */
 import { performance } from 'node:perf_hooks';
-import { attemptOf, inFlightEntry, type InFlightEntry, type InFlightRollout, type Stage } from '../../src/runfiles/in-flight.js';
+import {
+  attemptOf,
+  inFlightEntry,
+  type InFlightEntry,
+  type InFlightRollout,
+  type Stage,
+} from '../../src/runfiles/in-flight.js';
 import type { Row } from '../../src/runfiles/row.js';
 
 /** One in-flight rollout, updated in place as it moves (never reallocated). */

@@ -21,10 +21,19 @@ test('StepBody writes the bytes JSON.stringify would, step after step', () => {
   const body = new StepBody(params as unknown as CreateParams, input);
   const items: unknown[] = [];
   assert.deepEqual(body.build(items), expected(params, input, items));
-  items.push({ type: 'function_call', call_id: 'c1', name: 'increment_counter', arguments: '{"count":1}', extra: { deep: [1, 2.5, 'x'] } });
+  items.push({
+    type: 'function_call',
+    call_id: 'c1',
+    name: 'increment_counter',
+    arguments: '{"count":1}',
+    extra: { deep: [1, 2.5, 'x'] },
+  });
   items.push({ type: 'function_call_output', call_id: 'c1', output: '{"success": true}' });
   assert.deepEqual(body.build(items), expected(params, input, items));
-  items.push({ type: 'reasoning', id: 'rs', summary: [{ type: 'summary_text', text: 'r'.repeat(100_000) }] }, undefined);
+  items.push(
+    { type: 'reasoning', id: 'rs', summary: [{ type: 'summary_text', text: 'r'.repeat(100_000) }] },
+    undefined,
+  );
   assert.deepEqual(body.build(items), expected(params, input, items));
 });
 
@@ -37,7 +46,10 @@ test('StepBody keeps input where the params put it: first, last, or alone', () =
   ]) {
     const input = params.input as unknown[];
     const items = [{ type: 'function_call_output', call_id: 'c', output: 'o' }];
-    assert.deepEqual(new StepBody(params as unknown as CreateParams, input).build(items), expected(params, input, items));
+    assert.deepEqual(
+      new StepBody(params as unknown as CreateParams, input).build(items),
+      expected(params, input, items),
+    );
   }
 });
 
@@ -45,10 +57,17 @@ test('verifyBody writes the bytes JSON.stringify({ ...row, response }) would, it
   const params = { model: 'm', input: [{ role: 'user', content: 'q 😀' }] };
   const input = params.input as unknown[];
   const items: unknown[] = [{ type: 'function_call', call_id: 'c1', name: 't', arguments: '{}' }];
-  for (const row of [{}, { responses_create_params: params, expected_count: 3, '7': 'integer-like key', note: undefined }]) {
+  for (const row of [
+    {},
+    { responses_create_params: params, expected_count: 3, '7': 'integer-like key', note: undefined },
+  ]) {
     const body = new StepBody(params as unknown as CreateParams, input);
     body.build(items);
-    const trajectory = [...items, { type: 'function_call_output', call_id: 'c1', output: 'o' }, { type: 'message', role: 'assistant', content: 'x'.repeat(70_000) }];
+    const trajectory = [
+      ...items,
+      { type: 'function_call_output', call_id: 'c1', output: 'o' },
+      { type: 'message', role: 'assistant', content: 'x'.repeat(70_000) },
+    ];
     for (const response of [
       { id: 'r', output: trajectory, usage: null, status: 'completed', skipped: undefined },
       { output: trajectory },

@@ -50,14 +50,20 @@ describe('G. transport failures on the service hop', () => {
       assert.ok(result.error!.includes(`Is your service running at http://127.0.0.1:${port}?`), result.error);
       assert.ok(result.error!.startsWith('agent loop failed: '), result.error);
       assert.ok(elapsed >= 950 && elapsed < 3000, `3 tries 0.5 s apart took ${elapsed} ms`);
-      assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session']);
+      assert.deepEqual(
+        h.env.requests.map((r) => r.path),
+        ['/seed_session'],
+      );
     } finally {
       await h.close();
     }
   });
 
   test('case 38 / U21: a server disconnect before the reply is retried — 2 attempts, success (the service may see a step twice)', async () => {
-    const h = await startHarness({ service: [reply.disconnect(), finalAnswer('ok')], agent: { connectRetryDelayMs: 10 } });
+    const h = await startHarness({
+      service: [reply.disconnect(), finalAnswer('ok')],
+      agent: { connectRetryDelayMs: 10 },
+    });
     try {
       const result = await h.run(basicRow());
       assert.equal(result.reward, 1.0);
@@ -102,7 +108,10 @@ describe('G. transport failures on the service hop', () => {
   });
 
   test('case 41 / D14 / U2: headers then a stalled body are cut by the per-call timeout, and the slot is freed', async () => {
-    const h = await startHarness({ service: () => reply.stallAfterHeaders(), config: { remote_responses_timeout_secs: 0.2, concurrency: 1 } });
+    const h = await startHarness({
+      service: () => reply.stallAfterHeaders(),
+      config: { remote_responses_timeout_secs: 0.2, concurrency: 1 },
+    });
     try {
       const result = await h.run(basicRow());
       assertFailed(h, result, 'timed out after 0.2s (remote_responses_timeout_secs;');
@@ -138,10 +147,16 @@ describe('G. transport failures on the service hop', () => {
 
   test('case 43: a 301 is not followed — "HTTP 301 (redirect to <Location>; fix agent_base_url …)"', async () => {
     const target = await startScriptedService([finalAnswer('should never be called')]);
-    const h = await startHarness({ service: [reply.status(301, 'moved', { headers: { location: `${target.url}/elsewhere` } })] });
+    const h = await startHarness({
+      service: [reply.status(301, 'moved', { headers: { location: `${target.url}/elsewhere` } })],
+    });
     try {
       const result = await h.run(basicRow());
-      assertFailed(h, result, `HTTP 301 (redirect to ${target.url}/elsewhere; fix agent_base_url to point at the final address)`);
+      assertFailed(
+        h,
+        result,
+        `HTTP 301 (redirect to ${target.url}/elsewhere; fix agent_base_url to point at the final address)`,
+      );
       assert.equal(target.calls.length, 0);
     } finally {
       await h.close();
@@ -242,7 +257,10 @@ describe('H. bad response bodies', () => {
     try {
       const result = await h.run(basicRow());
       assertFailed(h, result, 'remote service returned an invalid Responses API object: ', true);
-      assert.deepEqual(h.env.requests.map((r) => r.path), ['/seed_session']);
+      assert.deepEqual(
+        h.env.requests.map((r) => r.path),
+        ['/seed_session'],
+      );
       assert.equal(result._ng_partial_response, undefined);
     } finally {
       await h.close();
@@ -251,8 +269,16 @@ describe('H. bad response bodies', () => {
 
   const shapeMistakes: Array<[string, unknown, RegExp]> = [
     ['arguments sent as an object', { ...functionCall('f', {}, 'c'), arguments: { a: 1 } }, /output\[0\]\.arguments/],
-    ['output message without id', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'x', annotations: [] }] }, /output\[0\]\.id: required/],
-    ['output_text without annotations', { type: 'message', id: 'm', role: 'assistant', content: [{ type: 'output_text', text: 'x' }] }, /output\[0\]\.content\[0\]\.annotations: required/],
+    [
+      'output message without id',
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'x', annotations: [] }] },
+      /output\[0\]\.id: required/,
+    ],
+    [
+      'output_text without annotations',
+      { type: 'message', id: 'm', role: 'assistant', content: [{ type: 'output_text', text: 'x' }] },
+      /output\[0\]\.content\[0\]\.annotations: required/,
+    ],
     ['item without type', { role: 'assistant', id: 'm', content: [] }, /output\[0\]/],
     ['unknown item type', { type: 'telepathy', id: 't' }, /output\[0\]\.type: unknown item type 'telepathy'/],
   ];
@@ -270,7 +296,10 @@ describe('H. bad response bodies', () => {
   }
 
   test('U1 / D14: a body over max_response_bytes fails with "too large" without buffering the excess', async () => {
-    const h = await startHarness({ service: [reply.stream(50 * 1024 * 1024)], config: { max_response_bytes: 64 * 1024 } });
+    const h = await startHarness({
+      service: [reply.stream(50 * 1024 * 1024)],
+      config: { max_response_bytes: 64 * 1024 },
+    });
     try {
       const before = process.memoryUsage().rss;
       const result = await h.run(basicRow());
@@ -313,7 +342,9 @@ describe('U23 / D15: status classes and overload signals', () => {
   });
 
   test('a fourth overload answer is not retried: HTTP 429 fails the rollout', async () => {
-    const h = await startHarness({ service: () => reply.status(429, 'still busy', { headers: { 'retry-after': '0' } }) });
+    const h = await startHarness({
+      service: () => reply.status(429, 'still busy', { headers: { 'retry-after': '0' } }),
+    });
     try {
       assertFailed(h, await h.run(basicRow()), 'HTTP 429: still busy');
       assert.equal(h.service.calls.length, 4);
@@ -382,7 +413,9 @@ describe('O. debug knob', () => {
   });
 
   test('case 71: debug off by default — no full bodies in the log', async () => {
-    const h = await startHarness({ service: [reply.status(500, 'x'.repeat(600) + 'THE-END'), responseObject([assistantMessage('x')])] });
+    const h = await startHarness({
+      service: [reply.status(500, 'x'.repeat(600) + 'THE-END'), responseObject([assistantMessage('x')])],
+    });
     try {
       await h.run(basicRow());
       assert.ok(!h.logs.some((line) => line.includes('THE-END')));

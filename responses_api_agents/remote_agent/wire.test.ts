@@ -15,7 +15,14 @@ import {
   startScriptedService,
   toolAsk,
 } from '../../src/testing/index.js';
-import { basicRow, ENV_COOKIE, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
+import {
+  basicRow,
+  ENV_COOKIE,
+  listenEnv,
+  startHarness,
+  typesOf,
+  type EnvRequest,
+} from '../../test/support/remote-agent.js';
 
 describe('B. what the service receives', () => {
   test("case 6: the first request is the row's create-params exactly — no defaults, no answer key, no extras, no _ng_*", async () => {
@@ -50,7 +57,10 @@ describe('B. what the service receives', () => {
       const headers = h.service.calls[0]!.headers;
       assert.equal(headers['content-type'], 'application/json');
       const allowed = new Set(['host', 'connection', 'content-type', 'content-length']);
-      assert.deepEqual(Object.keys(headers).filter((name) => !allowed.has(name)), []);
+      assert.deepEqual(
+        Object.keys(headers).filter((name) => !allowed.has(name)),
+        [],
+      );
     } finally {
       await h.close();
     }
@@ -66,7 +76,11 @@ describe('B. what the service receives', () => {
       assert.deepEqual(typesOf(second.input), ['message', 'function_call', 'function_call_output']);
       assert.deepEqual(second.input[0], row.responses_create_params.input[0]);
       assert.deepEqual(second.input[1], call);
-      assert.deepEqual(second.input[2], { type: 'function_call_output', call_id: 'call_a', output: '{"success":true}' });
+      assert.deepEqual(second.input[2], {
+        type: 'function_call_output',
+        call_id: 'call_a',
+        output: '{"success":true}',
+      });
       assert.deepEqual(second.tools, row.responses_create_params.tools);
       assert.deepEqual(Object.keys(second), Object.keys(row.responses_create_params));
     } finally {
@@ -137,7 +151,9 @@ describe('B. what the service receives', () => {
   test('U29: a re-fed failure row sends the same first payload as the original row', async () => {
     const h = await startHarness({ service: [reply.status(500, 'boom'), finalAnswer('ok')] });
     try {
-      const original = basicRow('hi', { responses_create_params: { input: [{ role: 'user', content: 'hi' }], temperature: 0.5 } });
+      const original = basicRow('hi', {
+        responses_create_params: { input: [{ role: 'user', content: 'hi' }], temperature: 0.5 },
+      });
       const failed = await h.run(original);
       assert.equal(failed._ng_failure_class, 'remote_agent_error');
       const again = await h.run(failed);
@@ -173,7 +189,10 @@ describe('E. cookies and secrecy', () => {
 
   test('case 29: resources-server cookies (seed session, tool-set cookie) never reach the service', async () => {
     const h = await startHarness({
-      service: [reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), { setCookies: ['svc_session=svc1'] }), finalAnswer('ok')],
+      service: [
+        reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), { setCookies: ['svc_session=svc1'] }),
+        finalAnswer('ok'),
+      ],
       env: { setCookies: { '/seed_session': ['session=abc123'], '/increment_counter': ['tool_session=t1'] } },
     });
     try {
@@ -192,7 +211,9 @@ describe('E. cookies and secrecy', () => {
   test('case 30 / U6: service cookies never reach tools or verify, even when both peers use the same cookie name', async () => {
     const h = await startHarness({
       service: [
-        reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), { setCookies: ['svc=1', 'session=from-service'] }),
+        reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), {
+          setCookies: ['svc=1', 'session=from-service'],
+        }),
         reply.json(toolAsk(functionCall('get_counter_value')), { setCookies: ['svc=2'] }),
         finalAnswer('ok'),
       ],
@@ -211,7 +232,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test('case 31 / U5: concurrent rollouts never see each other\'s cookies; a re-run of the same task starts clean', async () => {
+  test("case 31 / U5: concurrent rollouts never see each other's cookies; a re-run of the same task starts clean", async () => {
     const h = await startHarness({
       service: (call) => {
         const who = normalizeInput(call.body.input)[0]!.content as string;
@@ -302,7 +323,11 @@ describe('E. cookies and secrecy', () => {
       .post('/verify', (req) => ({ body: { reward: req.cookies.sid === 'abc' ? 1.0 : 0.0 } }));
     const env = await listenEnv(app, 'plain_cookie_env', requests);
     const h = await startHarness({
-      service: [toolAsk(functionCall('get_counter_value')), toolAsk(functionCall('get_counter_value')), finalAnswer('3')],
+      service: [
+        toolAsk(functionCall('get_counter_value')),
+        toolAsk(functionCall('get_counter_value')),
+        finalAnswer('3'),
+      ],
       env,
     });
     try {
@@ -336,7 +361,11 @@ describe('P. proxy environment variables', () => {
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-    const saved = { HTTP_PROXY: process.env.HTTP_PROXY, HTTPS_PROXY: process.env.HTTPS_PROXY, ALL_PROXY: process.env.ALL_PROXY };
+    const saved = {
+      HTTP_PROXY: process.env.HTTP_PROXY,
+      HTTPS_PROXY: process.env.HTTPS_PROXY,
+      ALL_PROXY: process.env.ALL_PROXY,
+    };
     Object.assign(process.env, { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, ALL_PROXY: proxyUrl });
     const h = await startHarness({ service: [toolAsk(functionCall('get_counter_value')), finalAnswer('3')] });
     try {

@@ -29,7 +29,10 @@ describe('bounded JSON (D19)', () => {
   });
 
   it('parseBoundedJson throws JsonTooDeep with the documented text, and the parser error for malformed text', () => {
-    assert.throws(() => parseBoundedJson(nest(100_000)), (err: unknown) => err instanceof JsonTooDeep && /nested deeper than 512 levels/.test(err.message));
+    assert.throws(
+      () => parseBoundedJson(nest(100_000)),
+      (err: unknown) => err instanceof JsonTooDeep && /nested deeper than 512 levels/.test(err.message),
+    );
     assert.throws(() => parseBoundedJson('{"a":'), SyntaxError);
     assert.throws(() => parseBoundedJson('"unterminated'), SyntaxError);
     assert.deepEqual(parseBoundedJson('{"a":[1,{"b":"]"}]}'), { a: [1, { b: ']' }] });

@@ -53,9 +53,17 @@ function failing(report: AgentCheckReport): string[] {
 describe('gym agent check', () => {
   test('a correct service passes every check', async () => {
     const report = await check(correct);
-    assert.deepEqual(report.checks.filter((c) => c.status !== 'pass'), []);
+    assert.deepEqual(
+      report.checks.filter((c) => c.status !== 'pass'),
+      [],
+    );
     assert.equal(report.ok, true);
-    assertCheck(report, 'conversation', 'pass', /increment_counter\(\{"count":1\}\), increment_counter\(\{"count":2\}\), get_counter_value\(\{\}\) → final answer "6" after 3 calls/);
+    assertCheck(
+      report,
+      'conversation',
+      'pass',
+      /increment_counter\(\{"count":1\}\), increment_counter\(\{"count":2\}\), get_counter_value\(\{\}\) → final answer "6" after 3 calls/,
+    );
     assertCheck(report, 'cookies', 'pass', /sets no cookies/);
     assert.ok(report.latency.calls >= 9 && report.latency.p50_ms !== null);
   });
@@ -65,7 +73,12 @@ describe('gym agent check', () => {
       const { created_at: _dropped, ...rest } = await correct(call);
       return rest;
     });
-    assertCheck(report, 'responses-object', 'fail', /conversation call 1: invalid Responses API object: created_at: required/);
+    assertCheck(
+      report,
+      'responses-object',
+      'fail',
+      /conversation call 1: invalid Responses API object: created_at: required/,
+    );
     assertCheck(report, 'conversation', 'fail', /see responses-object/);
     assert.equal(report.ok, false);
   });
@@ -96,17 +109,28 @@ describe('gym agent check', () => {
       if (isFirstCall(call)) body.output.unshift(functionCall('web_search', { q: 'counter' }));
       return body;
     });
-    assertCheck(report, 'declared-tools', 'fail', /asks for 'web_search', which the request did not declare \(declared: increment_counter, get_counter_value\)/);
+    assertCheck(
+      report,
+      'declared-tools',
+      'fail',
+      /asks for 'web_search', which the request did not declare \(declared: increment_counter, get_counter_value\)/,
+    );
     assertCheck(report, 'conversation', 'pass');
   });
 
   test('an undeclared tool in a tool-subset request → declared-tools FAIL under tool-subset', async () => {
     const report = await check(async (call) => {
       const body = await correct(call);
-      if (isFirstCall(call) && call.body.tools.length === 1) body.output.unshift(functionCall('increment_counter', { count: 1 }));
+      if (isFirstCall(call) && call.body.tools.length === 1)
+        body.output.unshift(functionCall('increment_counter', { count: 1 }));
       return body;
     });
-    assertCheck(report, 'declared-tools', 'fail', /^tool-subset call 1: output\[0\] asks for 'increment_counter'.*\(declared: get_counter_value\)/);
+    assertCheck(
+      report,
+      'declared-tools',
+      'fail',
+      /^tool-subset call 1: output\[0\] asks for 'increment_counter'.*\(declared: get_counter_value\)/,
+    );
   });
 
   test('duplicate call_ids in one response → unique-call-ids FAIL', async () => {
@@ -146,8 +170,15 @@ describe('gym agent check', () => {
   });
 
   test('a service that never finishes → conversation FAIL after max steps', async () => {
-    const report = await check(() => ({ ...correctShell(), output: [functionCall('get_counter_value', {})] }), { maxSteps: 4 });
-    assertCheck(report, 'conversation', 'fail', /no final assistant message after 4 calls \(asked: get_counter_value\(\{\}\), /);
+    const report = await check(() => ({ ...correctShell(), output: [functionCall('get_counter_value', {})] }), {
+      maxSteps: 4,
+    });
+    assertCheck(
+      report,
+      'conversation',
+      'fail',
+      /no final assistant message after 4 calls \(asked: get_counter_value\(\{\}\), /,
+    );
     assertCheck(report, 'tool-subset', 'fail');
     assertCheck(report, 'declared-tools', 'pass');
   });
@@ -160,7 +191,12 @@ describe('gym agent check', () => {
       }
       return body;
     });
-    assertCheck(report, 'pairing', 'fail', /function_call_output for call_id "call_ran_myself".*unpaired call output\[0\] \('increment_counter'.*Gym will run that tool again/);
+    assertCheck(
+      report,
+      'pairing',
+      'fail',
+      /function_call_output for call_id "call_ran_myself".*unpaired call output\[0\] \('increment_counter'.*Gym will run that tool again/,
+    );
   });
 
   test('paired internal records for undeclared tools are fine', async () => {
@@ -190,7 +226,9 @@ describe('gym agent check', () => {
 
   test('a service that refuses string input → string-input WARN only', async () => {
     const report = await check(async (call) =>
-      typeof call.body.input === 'string' ? reply.json({ detail: 'input must be a list' }, { status: 422 }) : correct(call),
+      typeof call.body.input === 'string'
+        ? reply.json({ detail: 'input must be a list' }, { status: 422 })
+        : correct(call),
     );
     assertCheck(report, 'string-input', 'warn', /HTTP 422/);
     assertCheck(report, 'http-reply', 'pass');
@@ -202,7 +240,12 @@ describe('gym agent check', () => {
       if (call.cookies.sid) return reply.status(400, 'bad session');
       return reply.json(await correct(call), { setCookies: [`sid=${call.index}; Path=/`] });
     });
-    assertCheck(report, 'cookies', 'fail', /conversation call 2 carried the cookies the service set and failed; the same call without them succeeded/);
+    assertCheck(
+      report,
+      'cookies',
+      'fail',
+      /conversation call 2 carried the cookies the service set and failed; the same call without them succeeded/,
+    );
   });
 
   test('a service that keeps rollout state outside its cookie → cookies WARN', async () => {
@@ -217,12 +260,19 @@ describe('gym agent check', () => {
       if (final) solved.set(task, final.content[0].text);
       return reply.json(body, { setCookies: ['sid=fixed; Path=/'] });
     });
-    assertCheck(report, 'cookies', 'warn', /different first answer \(a final answer\) than the first conversation \(increment_counter/);
+    assertCheck(
+      report,
+      'cookies',
+      'warn',
+      /different first answer \(a final answer\) than the first conversation \(increment_counter/,
+    );
     assert.equal(report.ok, true);
   });
 
   test('one cookie value handed to every conversation → cookies WARN', async () => {
-    const report = await check(async (call) => reply.json(await correct(call), { setCookies: ['sid=same-for-all; Path=/'] }));
+    const report = await check(async (call) =>
+      reply.json(await correct(call), { setCookies: ['sid=same-for-all; Path=/'] }),
+    );
     assertCheck(report, 'cookies', 'warn', /same cookie as the first \(sid=same-for-all\)/);
   });
 
@@ -249,7 +299,10 @@ describe('gym agent check', () => {
     await service.close();
     const report = await runAgentCheck(url, { timeoutMs: 2000 });
     assertCheck(report, 'reachable', 'fail', new RegExp(`Is your service running at ${url.replace(/\./g, '\\.')}\\?`));
-    assert.deepEqual(new Set(report.checks.filter((c) => c.name !== 'reachable').map((c) => c.status)), new Set(['skip']));
+    assert.deepEqual(
+      new Set(report.checks.filter((c) => c.name !== 'reachable').map((c) => c.status)),
+      new Set(['skip']),
+    );
     assert.equal(report.ok, false);
   });
 });
@@ -265,10 +318,22 @@ function correctShell(): Body {
     parallel_tool_calls: true,
     tool_choice: 'auto',
     tools: [],
-    usage: { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 },
+    usage: {
+      input_tokens: 0,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 0,
+    },
   };
 }
 
 function assistant(text: string): Body {
-  return { type: 'message', id: 'msg_x', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
+  return {
+    type: 'message',
+    id: 'msg_x',
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
 }

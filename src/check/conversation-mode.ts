@@ -69,7 +69,11 @@ export async function checkWithConversations(session: CheckSession): Promise<Che
     if (outcome.stoppedBy === 'unreachable') return unreachableResults(session, CHECKS);
   }
   const first = CONVERSATIONS[0]!;
-  const fresh = await firstAnswerWithoutCookies(session, { input: first.input, tools: first.tools }, declaredTools(first));
+  const fresh = await firstAnswerWithoutCookies(
+    session,
+    { input: first.input, tools: first.tools },
+    declaredTools(first),
+  );
   for (const outcome of outcomes) judgeConversation(session.ledger, outcome);
   judgeCookies(session, outcomes[0]!, fresh);
   judgeLatency(session);
@@ -81,12 +85,22 @@ function declaredTools(conversation: Conversation): string[] {
 }
 
 /** One conversation, the way the remote agent drives a rollout: call, run the asks, append, call again. */
-async function drive({ client, ledger, maxSteps }: CheckSession, conversation: Conversation): Promise<ConversationOutcome> {
+async function drive(
+  { client, ledger, maxSteps }: CheckSession,
+  conversation: Conversation,
+): Promise<ConversationOutcome> {
   const jar = new CookieJar();
   const counter = new CounterSimulation(conversation.initialCount);
   const declared = declaredTools(conversation);
   const history = normalizeInput(conversation.input);
-  const outcome: ConversationOutcome = { conversation, calls: 0, end: 'exhausted', trace: [], counter: counter.value, cookiesSet: [] };
+  const outcome: ConversationOutcome = {
+    conversation,
+    calls: 0,
+    end: 'exhausted',
+    trace: [],
+    counter: counter.value,
+    cookiesSet: [],
+  };
   for (let step = 1; step <= maxSteps; step++) {
     const where = `${conversation.check} call ${step}`;
     const body = { input: step === 1 ? conversation.input : history, tools: conversation.tools };
@@ -96,7 +110,8 @@ async function drive({ client, ledger, maxSteps }: CheckSession, conversation: C
     const reply = await client.call(body, jar, where, demoteTo);
     outcome.calls = step;
     if (!reply.ok) {
-      if (hadCookies && !reply.unreachable && (await client.succeedsWithoutCookies(body))) outcome.cookieRejectedAt = where;
+      if (hadCookies && !reply.unreachable && (await client.succeedsWithoutCookies(body)))
+        outcome.cookieRejectedAt = where;
       if (reply.refused) return { ...outcome, end: 'refused' }; // already reported as a warning
       return { ...outcome, end: 'stopped', stoppedBy: reply.unreachable ? 'unreachable' : reply.check };
     }
@@ -132,19 +147,35 @@ function judgeConversation(ledger: CheckLedger, outcome: ConversationOutcome): v
       const answer = JSON.stringify(excerpt(outcome.finalText ?? '', 60));
       const summary = `${steps}final answer ${answer} after ${outcome.calls} call${outcome.calls === 1 ? '' : 's'}`;
       if (outcome.counter !== conversation.expectedCount) {
-        ledger.add(conversation.check, 'warn', `${summary}, but the counter ended at ${outcome.counter} (task expects ${conversation.expectedCount}: reward would be 0)`);
+        ledger.add(
+          conversation.check,
+          'warn',
+          `${summary}, but the counter ended at ${outcome.counter} (task expects ${conversation.expectedCount}: reward would be 0)`,
+        );
       } else if (!(outcome.finalText ?? '').includes(String(conversation.expectedCount))) {
-        ledger.add(conversation.check, 'warn', `${summary}, which does not state the count ${conversation.expectedCount}`);
+        ledger.add(
+          conversation.check,
+          'warn',
+          `${summary}, which does not state the count ${conversation.expectedCount}`,
+        );
       } else {
         ledger.notePass(conversation.check, summary);
       }
       return;
     }
     case 'incomplete':
-      ledger.add(conversation.check, 'warn', `call ${outcome.calls} set incomplete_details, so Gym stops and verifies the trajectory so far`);
+      ledger.add(
+        conversation.check,
+        'warn',
+        `call ${outcome.calls} set incomplete_details, so Gym stops and verifies the trajectory so far`,
+      );
       return;
     case 'exhausted':
-      ledger.add(conversation.check, 'fail', `no final assistant message after ${outcome.calls} calls (asked: ${outcome.trace.join(', ') || 'nothing'})`);
+      ledger.add(
+        conversation.check,
+        'fail',
+        `no final assistant message after ${outcome.calls} calls (asked: ${outcome.trace.join(', ') || 'nothing'})`,
+      );
       return;
     case 'stopped':
       ledger.add(

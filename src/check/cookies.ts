@@ -39,12 +39,22 @@ export function judgeCookies({ ledger }: CheckSession, main: CookieEvidence, fre
     return;
   }
   if (main.cookieRejectedAt) {
-    ledger.add('cookies', 'fail', `${main.cookieRejectedAt} carried the cookies the service set and failed; the same call without them succeeded`);
+    ledger.add(
+      'cookies',
+      'fail',
+      `${main.cookieRejectedAt} carried the cookies the service set and failed; the same call without them succeeded`,
+    );
     return;
   }
-  const shared = fresh.setCookies.filter((line) => main.cookiesSet.some((mine) => cookiePair(mine) === cookiePair(line)));
+  const shared = fresh.setCookies.filter((line) =>
+    main.cookiesSet.some((mine) => cookiePair(mine) === cookiePair(line)),
+  );
   if (shared.length > 0) {
-    ledger.add('cookies', 'warn', `a second conversation was given the same cookie as the first (${cookiePair(shared[0]!)}): rollouts would share state`);
+    ledger.add(
+      'cookies',
+      'warn',
+      `a second conversation was given the same cookie as the first (${cookiePair(shared[0]!)}): rollouts would share state`,
+    );
   }
   const first = main.firstReading ? signature(main.firstReading) : undefined;
   const again = fresh.reading ? signature(fresh.reading) : undefined;

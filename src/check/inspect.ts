@@ -49,7 +49,11 @@ const FILL_FIX =
   'fill_echo_fields: true in the remote_agent config to have Gym fill them from the request (usage details as ' +
   'zeros, rows marked _ng_usage_filled); gym agent check --fill-echo-fields checks with that setting.';
 
-export function inspectResponse(answer: Record<string, unknown>, declaredTools: readonly string[], context: AnswerContext): Reading {
+export function inspectResponse(
+  answer: Record<string, unknown>,
+  declaredTools: readonly string[],
+  context: AnswerContext,
+): Reading {
   const findings: Finding[] = [];
   const add = (check: string, level: Level, detail: string, fix?: string): void => {
     findings.push({ check, level, detail, ...(fix ? { fix } : {}) });
@@ -64,7 +68,13 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
   if (!shape.ok) {
     const fillable = !context.fillEchoFields && validateResponse({ ...completed.value, usage: undefined }).ok;
     const detail = `invalid Responses API object: ${shape.message}`;
-    if (fillable) add('responses-object', 'fail', `${detail} (only fields echoing the request are missing: fill_echo_fields: true in the remote_agent config accepts this)`, FILL_FIX);
+    if (fillable)
+      add(
+        'responses-object',
+        'fail',
+        `${detail} (only fields echoing the request are missing: fill_echo_fields: true in the remote_agent config accepts this)`,
+        FILL_FIX,
+      );
     else add('responses-object', 'fail', detail);
   }
   if (body.usage === undefined || body.usage === null) {
@@ -74,7 +84,13 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
     if (!usage.ok) {
       const fillable = !context.fillEchoFields && validateUsage(completed.value.usage).ok;
       const detail = `partial usage, which Gym rejects as an invalid Responses object: ${usage.message}`;
-      if (fillable) add('usage', 'fail', `${detail} (only detail objects are missing: fill_echo_fields: true in the remote_agent config fills them with zeros)`, FILL_FIX);
+      if (fillable)
+        add(
+          'usage',
+          'fail',
+          `${detail} (only detail objects are missing: fill_echo_fields: true in the remote_agent config fills them with zeros)`,
+          FILL_FIX,
+        );
       else add('usage', 'fail', detail);
     } else if (context.fillEchoFields && completed.usageFilled) {
       const details = completed.filled.filter((path) => path.startsWith('usage.')).join(', ');
@@ -82,7 +98,7 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
         'usage',
         'warn',
         `${details} missing, filled with zeros (--fill-echo-fields; the remote agent marks such rows _ng_usage_filled: true)`,
-        'Report both usage detail objects (zero counts where the model has none) so that the token counts are all the service\'s own.',
+        "Report both usage detail objects (zero counts where the model has none) so that the token counts are all the service's own.",
       );
     }
   }
@@ -90,7 +106,9 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
   const output = Array.isArray(body.output) ? (body.output as unknown[]) : [];
   const items = output.map((item) => (typeof item === 'object' && item !== null ? (item as Item) : {}));
   const calls = items.map((item, index) => ({ item, index })).filter(({ item }) => item.type === 'function_call');
-  const outputs = items.map((item, index) => ({ item, index })).filter(({ item }) => item.type === 'function_call_output');
+  const outputs = items
+    .map((item, index) => ({ item, index }))
+    .filter(({ item }) => item.type === 'function_call_output');
   const outputIds = new Set(outputs.map(({ item }) => item.call_id));
   const callIds = new Set(calls.map(({ item }) => item.call_id));
 
@@ -98,7 +116,12 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
   for (const { item, index } of calls) {
     const earlier = firstUse.get(item.call_id);
     if (earlier === undefined) firstUse.set(item.call_id, index);
-    else add('unique-call-ids', 'fail', `call_id ${JSON.stringify(item.call_id)} is used by output[${earlier}] and output[${index}]`);
+    else
+      add(
+        'unique-call-ids',
+        'fail',
+        `call_id ${JSON.stringify(item.call_id)} is used by output[${earlier}] and output[${index}]`,
+      );
   }
 
   const unpaired = calls.filter(({ item }) => !outputIds.has(item.call_id));
@@ -106,13 +129,21 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
     const paired = outputIds.has(item.call_id);
     const args = item.arguments;
     if (typeof args !== 'string') {
-      add('arguments', 'fail', `output[${index}].arguments is ${kind(args)}, not JSON text (encode it: JSON.stringify(args))`);
+      add(
+        'arguments',
+        'fail',
+        `output[${index}].arguments is ${kind(args)}, not JSON text (encode it: JSON.stringify(args))`,
+      );
     } else if (!paired) {
       let parsed: unknown;
       try {
         parsed = JSON.parse(args);
         if (kind(parsed) !== 'an object') {
-          add('arguments', 'fail', `output[${index}].arguments is JSON ${kind(parsed)}, not an object: ${excerpt(args)}`);
+          add(
+            'arguments',
+            'fail',
+            `output[${index}].arguments is JSON ${kind(parsed)}, not an object: ${excerpt(args)}`,
+          );
         }
       } catch {
         add('arguments', 'fail', `output[${index}].arguments is not valid JSON: ${excerpt(args)}`);
@@ -140,7 +171,11 @@ export function inspectResponse(answer: Record<string, unknown>, declaredTools: 
           `${JSON.stringify(call.item.call_id)}): Gym will run that tool again`,
       );
     } else {
-      add('pairing', 'warn', `output[${index}] is a function_call_output for call_id ${JSON.stringify(item.call_id)}, which no call in this response has`);
+      add(
+        'pairing',
+        'warn',
+        `output[${index}] is a function_call_output for call_id ${JSON.stringify(item.call_id)}, which no call in this response has`,
+      );
     }
   }
 

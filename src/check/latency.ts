@@ -18,7 +18,11 @@ export function judgeLatency({ client, ledger, slowCallMs }: CheckSession): void
 }
 
 /** The report's latency line: answered calls, and p50 and max in milliseconds to one decimal (null without calls). */
-export function latencySummary(latencies: readonly number[]): { calls: number; p50_ms: number | null; max_ms: number | null } {
+export function latencySummary(latencies: readonly number[]): {
+  calls: number;
+  p50_ms: number | null;
+  max_ms: number | null;
+} {
   const { p50, max } = percentiles(latencies);
   return { calls: latencies.length, p50_ms: round(p50), max_ms: round(max) };
 }

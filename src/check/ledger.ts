@@ -36,7 +36,8 @@ export class CheckLedger {
     this.inspectedResponses += 1;
     this.inspectedAsks += reading.asks.length;
     if (reading.filled.length > 0) this.completedResponses += 1;
-    for (const finding of reading.findings) this.add(finding.check, finding.level, `${where}: ${finding.detail}`, finding.fix);
+    for (const finding of reading.findings)
+      this.add(finding.check, finding.level, `${where}: ${finding.detail}`, finding.fix);
     return reading;
   }
 

@@ -6,7 +6,15 @@ import type { CheckResult, CheckSpec } from './checks.js';
 import type { CheckSession } from './session.js';
 
 /** Checks judged only by inspecting responses: with no response at all they are skipped, not passed. */
-const INSPECTED_ONLY = new Set(['responses-object', 'next-step', 'declared-tools', 'arguments', 'unique-call-ids', 'pairing', 'usage']);
+const INSPECTED_ONLY = new Set([
+  'responses-object',
+  'next-step',
+  'declared-tools',
+  'arguments',
+  'unique-call-ids',
+  'pairing',
+  'usage',
+]);
 
 export function checkResults(session: CheckSession, checks: readonly CheckSpec[]): CheckResult[] {
   const { ledger } = session;
@@ -17,7 +25,12 @@ export function checkResults(session: CheckSession, checks: readonly CheckSpec[]
     const chosen = fails.length ? fails : warns;
     if (chosen.length > 0) {
       const more = chosen.length > 1 ? ` (+${chosen.length - 1} more)` : '';
-      return { name, status: fails.length ? 'fail' : 'warn', detail: `${chosen[0]!.detail}${more}`, fix: chosen[0]!.fix ?? fix };
+      return {
+        name,
+        status: fails.length ? 'fail' : 'warn',
+        detail: `${chosen[0]!.detail}${more}`,
+        fix: chosen[0]!.fix ?? fix,
+      };
     }
     if (INSPECTED_ONLY.has(name) && ledger.responses === 0) {
       return { name, status: 'skip', detail: 'no response to inspect' };

@@ -7,7 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { startCounterPlannerService, type StartedService } from '../../examples/counter-planner/index.js';
 import { defineEnvironment, z } from '../environment/index.js';
 import { isGymError } from '../errors.js';
-import { finalAnswer, functionCall, reply, startScriptedService, toolAsk, type ServiceHandler } from '../testing/index.js';
+import {
+  finalAnswer,
+  functionCall,
+  reply,
+  startScriptedService,
+  toolAsk,
+  type ServiceHandler,
+} from '../testing/index.js';
 import { runAgentCheck, type AgentCheckReport } from './agent-check.js';
 import { CHECKS, ROW_PROBES_CHECK } from './checks.js';
 import { assertCheck } from './report-assertions.js';
@@ -19,7 +26,9 @@ import { loadRowProbes } from './row-probes.js';
  * that names the mistake, with the row's file:line. A broken rows file stops with its file:line.
  */
 
-const COUNTER_ROWS = fileURLToPath(new URL('../../../resources_servers/example_session_state_mgmt/data/example.jsonl', import.meta.url));
+const COUNTER_ROWS = fileURLToPath(
+  new URL('../../../resources_servers/example_session_state_mgmt/data/example.jsonl', import.meta.url),
+);
 
 /** A rows file of one environment's tools (from the kit's JSON schemas) and the given prompts. */
 function writeRows(rows: unknown[]): string {
@@ -52,8 +61,14 @@ const notebook = defineEnvironment({
 });
 const notebookRows = () =>
   writeRows([
-    { responses_create_params: { input: [{ role: 'user', content: 'note "milk"' }], tools: notebook.toolSchemas }, expected: ['milk'] },
-    { responses_create_params: { input: [{ role: 'user', content: 'note "eggs"' }], tools: notebook.toolSchemas }, expected: ['eggs'] },
+    {
+      responses_create_params: { input: [{ role: 'user', content: 'note "milk"' }], tools: notebook.toolSchemas },
+      expected: ['milk'],
+    },
+    {
+      responses_create_params: { input: [{ role: 'user', content: 'note "eggs"' }], tools: notebook.toolSchemas },
+      expected: ['eggs'],
+    },
   ]);
 
 describe('gym agent check --rows', () => {
@@ -65,9 +80,17 @@ describe('gym agent check --rows', () => {
 
   test("the counter planner passes on the counter's example rows: the 15 checks plus row-probes", async () => {
     const report = await runAgentCheck(planner.url, { timeoutMs: 5000, rows: await loadRowProbes(COUNTER_ROWS) });
-    assert.deepEqual(report.checks.map((c) => c.name), [...CHECKS.map((c) => c.name), ROW_PROBES_CHECK.name]);
+    assert.deepEqual(
+      report.checks.map((c) => c.name),
+      [...CHECKS.map((c) => c.name), ROW_PROBES_CHECK.name],
+    );
     assert.equal(report.ok, true, JSON.stringify(report.checks, null, 1));
-    assertCheck(report, 'row-probes', 'pass', /^5 rows: 5 asked for declared tools with matching arguments, 0 answered$/);
+    assertCheck(
+      report,
+      'row-probes',
+      'pass',
+      /^5 rows: 5 asked for declared tools with matching arguments, 0 answered$/,
+    );
     assertCheck(report, 'string-input', 'pass', /example\.jsonl:1 with its prompt as a plain string/);
     assertCheck(report, 'conversation', 'skip', /not run with --rows/);
     assertCheck(report, 'tool-subset', 'skip', /not run with --rows/);
@@ -79,13 +102,30 @@ describe('gym agent check --rows', () => {
     const rows = notebookRows();
     const report = await checkWith(() => toolAsk(functionCall('add_note', { text: '' })), rows);
     assert.equal(report.ok, false);
-    assertCheck(report, 'arguments', 'fail', new RegExp(`^${rows.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1: add_note arguments do not match its parameters: text: `));
-    assertCheck(report, 'row-probes', 'fail', /^2 of 2 rows: .*example\.jsonl:1: add_note arguments do not match its parameters \(\+1 more\)$/);
+    assertCheck(
+      report,
+      'arguments',
+      'fail',
+      new RegExp(
+        `^${rows.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1: add_note arguments do not match its parameters: text: `,
+      ),
+    );
+    assertCheck(
+      report,
+      'row-probes',
+      'fail',
+      /^2 of 2 rows: .*example\.jsonl:1: add_note arguments do not match its parameters \(\+1 more\)$/,
+    );
   });
 
   test('a service that answers every row passes row-probes as "answered"', async () => {
     const report = await checkWith(() => finalAnswer('done'), notebookRows());
-    assertCheck(report, 'row-probes', 'pass', /^2 rows: 0 asked for declared tools with matching arguments, 2 answered$/);
+    assertCheck(
+      report,
+      'row-probes',
+      'pass',
+      /^2 rows: 0 asked for declared tools with matching arguments, 2 answered$/,
+    );
     assert.equal(report.ok, true);
   });
 
@@ -116,22 +156,34 @@ describe('loading --rows', () => {
   }
 
   test('a malformed line stops with file:line', async () => {
-    assert.match(await loadError('{"responses_create_params": {"input": "x"}}\n{oops\n'), /^FILE:2: malformed JSONL line: /);
+    assert.match(
+      await loadError('{"responses_create_params": {"input": "x"}}\n{oops\n'),
+      /^FILE:2: malformed JSONL line: /,
+    );
   });
 
-  test("an invalid responses_create_params names the row and the field", async () => {
-    assert.match(await loadError('{"responses_create_params": {"input": 3}}\n'), /^FILE:1: the row has an invalid responses_create_params: .*input/);
+  test('an invalid responses_create_params names the row and the field', async () => {
+    assert.match(
+      await loadError('{"responses_create_params": {"input": 3}}\n'),
+      /^FILE:1: the row has an invalid responses_create_params: .*input/,
+    );
     assert.match(await loadError('{"prompt": "x"}\n'), /^FILE:1: the row has no responses_create_params/);
   });
 
   test('a directory is a config error, not a crash', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gym-rows-'));
-    await assert.rejects(loadRowProbes(dir), (err) => isGymError(err) && err.errorClass === 'config' && /a directory, not a file/.test(err.message));
+    await assert.rejects(
+      loadRowProbes(dir),
+      (err) => isGymError(err) && err.errorClass === 'config' && /a directory, not a file/.test(err.message),
+    );
   });
 
   test('takes at most max rows, the first ones', async () => {
     const rows = writeRows([1, 2, 3].map((n) => ({ responses_create_params: { input: `task ${n}` } })));
     const probes = await loadRowProbes(rows, 2);
-    assert.deepEqual(probes.map((p) => p.params.input), ['task 1', 'task 2']);
+    assert.deepEqual(
+      probes.map((p) => p.params.input),
+      ['task 1', 'task 2'],
+    );
   });
 });

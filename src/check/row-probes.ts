@@ -31,28 +31,45 @@ export async function loadRowProbes(file: string, limit = DEFAULT_MAX_ROWS): Pro
     for await (const line of readRawLines(file)) {
       if (probes.length >= limit) break;
       if (isBlank(line.bytes)) {
-        if (line.terminated) throw malformedLine(file, line.lineNo, 'blank line (a JSONL file may not contain empty lines)');
+        if (line.terminated)
+          throw malformedLine(file, line.lineNo, 'blank line (a JSONL file may not contain empty lines)');
         continue;
       }
       const parsed = parseLine(line.bytes);
       if (!parsed.ok) throw malformedLine(file, line.lineNo, parsed.reason);
       const label = `${file}:${line.lineNo}`;
       if (parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
-        throw new ConfigError(`${label}: expected a JSON object (one dataset row); got ${Array.isArray(parsed.value) ? 'a list' : typeof parsed.value}.`);
+        throw new ConfigError(
+          `${label}: expected a JSON object (one dataset row); got ${Array.isArray(parsed.value) ? 'a list' : typeof parsed.value}.`,
+        );
       }
       const params = (parsed.value as Record<string, unknown>).responses_create_params;
       const checked = validateCreateParams(params);
       if (!checked.ok) {
-        const what = params === undefined ? 'has no responses_create_params (the request a rollout sends)' : `has an invalid responses_create_params: ${checked.message}`;
+        const what =
+          params === undefined
+            ? 'has no responses_create_params (the request a rollout sends)'
+            : `has an invalid responses_create_params: ${checked.message}`;
         throw new ConfigError(`${label}: the row ${what}. Fix that row or pass another --rows file.`);
       }
-      probes.push({ label, params: params as Record<string, unknown>, ...toolsOf(params as Record<string, unknown>, validatorCache) });
+      probes.push({
+        label,
+        params: params as Record<string, unknown>,
+        ...toolsOf(params as Record<string, unknown>, validatorCache),
+      });
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') {
-      const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : 'not readable (permission denied)';
-      throw new ConfigError(`--rows ${file}: ${why}. Give the path of a dataset JSONL, e.g. resources_servers/<name>/data/example.jsonl.`);
+      const why =
+        code === 'ENOENT'
+          ? 'no such file'
+          : code === 'EISDIR'
+            ? 'a directory, not a file'
+            : 'not readable (permission denied)';
+      throw new ConfigError(
+        `--rows ${file}: ${why}. Give the path of a dataset JSONL, e.g. resources_servers/<name>/data/example.jsonl.`,
+      );
     }
     throw err;
   }
@@ -60,7 +77,10 @@ export async function loadRowProbes(file: string, limit = DEFAULT_MAX_ROWS): Pro
   return probes;
 }
 
-function toolsOf(params: Record<string, unknown>, cache: Map<string, z.ZodType | null>): Pick<RowProbe, 'declared' | 'validators'> {
+function toolsOf(
+  params: Record<string, unknown>,
+  cache: Map<string, z.ZodType | null>,
+): Pick<RowProbe, 'declared' | 'validators'> {
   const declared: string[] = [];
   const validators = new Map<string, z.ZodType>();
   for (const tool of Array.isArray(params.tools) ? params.tools : []) {

@@ -39,14 +39,21 @@ export async function checkWithRows(session: CheckSession, rows: readonly RowPro
     for (const ask of reading.asks) {
       const problem = probe.declared.includes(ask.name) ? argumentsProblem(probe, ask.name, ask.arguments) : undefined;
       if (problem) {
-        ledger.add('arguments', 'fail', `${probe.label}: ${ask.name} arguments do not match its parameters: ${problem}`);
+        ledger.add(
+          'arguments',
+          'fail',
+          `${probe.label}: ${ask.name} arguments do not match its parameters: ${problem}`,
+        );
         problems.push(`${probe.label}: ${ask.name} arguments do not match its parameters`);
       }
     }
   }
   await probeStringInput(session, rows);
   for (const name of CONVERSATION_ONLY) {
-    ledger.skip(name, "not run with --rows (the rows' tools live in their environment; gym eval run plays whole rollouts)");
+    ledger.skip(
+      name,
+      "not run with --rows (the rows' tools live in their environment; gym eval run plays whole rollouts)",
+    );
   }
   if (first) {
     const fresh = await firstAnswerWithoutCookies(session, first.probe.params, first.probe.declared);
@@ -54,7 +61,10 @@ export async function checkWithRows(session: CheckSession, rows: readonly RowPro
     // Each row is one call, so no cookie was ever sent back: say only what was seen.
     if (ledger.passNote('cookies') !== undefined) {
       const names = cookieNames(first.cookiesSet);
-      ledger.notePass('cookies', `${names.length ? `sets ${names.join(', ')}; ` : 'sets no cookies; '}the first row again without cookies got the same first answer`);
+      ledger.notePass(
+        'cookies',
+        `${names.length ? `sets ${names.join(', ')}; ` : 'sets no cookies; '}the first row again without cookies got the same first answer`,
+      );
     }
   } else {
     ledger.skip('cookies', 'no successful answer to judge');
@@ -65,7 +75,10 @@ export async function checkWithRows(session: CheckSession, rows: readonly RowPro
     const more = problems.length > 1 ? ` (+${problems.length - 1} more)` : '';
     ledger.add(ROW_PROBES_CHECK.name, 'fail', `${problems.length} of ${rows.length} rows: ${problems[0]}${more}`);
   } else {
-    ledger.notePass(ROW_PROBES_CHECK.name, `${rows.length} rows: ${asked} asked for declared tools with matching arguments, ${rows.length - asked} answered`);
+    ledger.notePass(
+      ROW_PROBES_CHECK.name,
+      `${rows.length} rows: ${asked} asked for declared tools with matching arguments, ${rows.length - asked} answered`,
+    );
   }
   return checkResults(session, ROW_CHECKS);
 }
@@ -82,7 +95,8 @@ async function probeStringInput({ client, ledger }: CheckSession, rows: readonly
   const reply = await client.call(body, new CookieJar(), where, 'string-input');
   if (!reply.ok) return;
   const reading = ledger.judgeAnswer(reply.body, body, candidate.declared, where);
-  if (reading.valid) ledger.notePass('string-input', `${candidate.label} with its prompt as a plain string got a valid answer`);
+  if (reading.valid)
+    ledger.notePass('string-input', `${candidate.label} with its prompt as a plain string got a valid answer`);
 }
 
 /** The text of an input that is exactly one user message (string content or one text part), else undefined. */

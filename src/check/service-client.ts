@@ -70,7 +70,10 @@ export class ServiceClient {
     };
     if (res.status >= 300 && res.status < 400) {
       const location = res.headers.location;
-      return fail('no-redirect', `HTTP ${res.status} redirect${location ? ` to ${String(location)}` : ' (no Location header)'}`);
+      return fail(
+        'no-redirect',
+        `HTTP ${res.status} redirect${location ? ` to ${String(location)}` : ' (no Location header)'}`,
+      );
     }
     if (res.status < 200 || res.status >= 300) {
       return fail('http-reply', `HTTP ${res.status}${this.credentialHint(res.status)}: ${excerpt(res.text())}`);
@@ -82,7 +85,10 @@ export class ServiceClient {
       return fail('http-reply', `HTTP ${res.status} but the body is not valid JSON: ${excerpt(res.text())}`);
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      return fail('http-reply', `expected a JSON object from /v1/responses, got ${Array.isArray(parsed) ? 'a list' : String(parsed === null ? 'null' : typeof parsed)}`);
+      return fail(
+        'http-reply',
+        `expected a JSON object from /v1/responses, got ${Array.isArray(parsed) ? 'a list' : String(parsed === null ? 'null' : typeof parsed)}`,
+      );
     }
     return { ok: true, body: parsed as Record<string, unknown>, setCookies: res.setCookies };
   }
@@ -90,7 +96,12 @@ export class ServiceClient {
   /** The same call again without cookies, untimed and unreported: does the service take it that way? */
   async succeedsWithoutCookies(body: unknown): Promise<boolean> {
     try {
-      const res = await request(this.endpoint, { method: 'POST', json: body, timeoutMs: this.settings.timeoutMs, ...this.transport });
+      const res = await request(this.endpoint, {
+        method: 'POST',
+        json: body,
+        timeoutMs: this.settings.timeoutMs,
+        ...this.transport,
+      });
       return res.status >= 200 && res.status < 300;
     } catch {
       return false;
@@ -101,7 +112,8 @@ export class ServiceClient {
   private credentialHint(status: number): string {
     if (status !== 401 && status !== 403) return '';
     const { apiKeyEnv } = this.settings.auth;
-    if (apiKeyEnv === undefined) return ' (the service wants a credential: pass --api-key-env NAME, as agent_api_key_env does)';
+    if (apiKeyEnv === undefined)
+      return ' (the service wants a credential: pass --api-key-env NAME, as agent_api_key_env does)';
     return ` (the service refused the credential from --api-key-env ${apiKeyEnv})`;
   }
 
@@ -112,7 +124,8 @@ export class ServiceClient {
         const ca = this.settings.auth.ca;
         return `TLS failed (${err.message}); ${ca ? `the CA in --ca-file ${ca.file} did not verify it` : 'for a private CA pass --ca-file PATH (agent_ca_file)'}`;
       }
-      if (err.kind === 'connect') return `could not connect (${err.message}). Is your service running at ${this.baseUrl}?`;
+      if (err.kind === 'connect')
+        return `could not connect (${err.message}). Is your service running at ${this.baseUrl}?`;
       return err.message;
     }
     return err instanceof Error ? err.message : String(err);

@@ -12,11 +12,14 @@ function parse(argv: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 function usageError(argv: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): void {
-  assert.throws(() => parse(argv, env), (err: unknown) => {
-    assert.ok(err instanceof UsageError, `expected UsageError, got ${String(err)}`);
-    assert.match(err.message, pattern);
-    return true;
-  });
+  assert.throws(
+    () => parse(argv, env),
+    (err: unknown) => {
+      assert.ok(err instanceof UsageError, `expected UsageError, got ${String(err)}`);
+      assert.match(err.message, pattern);
+      return true;
+    },
+  );
 }
 
 describe('commands', () => {
@@ -29,8 +32,20 @@ describe('commands', () => {
     assert.equal(parse(['env', 'start']).command, 'env start');
     assert.equal(parse(['eval', 'aggregate']).command, 'eval aggregate');
     assert.equal(parse(['quickstart']).command, 'quickstart');
-    assert.deepEqual(parse(['--version', '--json']), { command: 'version', noServe: false, positionals: [], overrides: ['+json=true'], help: false });
-    assert.deepEqual(parse(['help', 'eval', 'run']), { command: 'eval run', noServe: false, positionals: [], overrides: [], help: true });
+    assert.deepEqual(parse(['--version', '--json']), {
+      command: 'version',
+      noServe: false,
+      positionals: [],
+      overrides: ['+json=true'],
+      help: false,
+    });
+    assert.deepEqual(parse(['help', 'eval', 'run']), {
+      command: 'eval run',
+      noServe: false,
+      positionals: [],
+      overrides: [],
+      help: true,
+    });
     assert.equal(parse(['eval', 'run', '-h']).help, true);
   });
 
@@ -60,11 +75,26 @@ describe('commands', () => {
   });
 
   test('worker: --queue and --concurrency become queue_url and worker_concurrency; eval run takes --queue', () => {
-    const parsed = parse(['worker', '--queue', 'redis://10.0.0.2:6379/1', '--concurrency', '8', '++head_server.port=11001']);
+    const parsed = parse([
+      'worker',
+      '--queue',
+      'redis://10.0.0.2:6379/1',
+      '--concurrency',
+      '8',
+      '++head_server.port=11001',
+    ]);
     assert.equal(parsed.command, 'worker');
-    assert.deepEqual(parsed.overrides, ['+queue_url=redis://10.0.0.2:6379/1', '+worker_concurrency=8', '++head_server.port=11001']);
+    assert.deepEqual(parsed.overrides, [
+      '+queue_url=redis://10.0.0.2:6379/1',
+      '+worker_concurrency=8',
+      '++head_server.port=11001',
+    ]);
     assert.match(usage('worker'), /usage: gym worker[\s\S]*--queue REDIS_URL[\s\S]*--concurrency N/);
-    assert.ok(parse(['eval', 'run', '--queue', 'redis://h:1', '-i', 'a', '-o', 'b']).overrides.includes('+queue_url=redis://h:1'));
+    assert.ok(
+      parse(['eval', 'run', '--queue', 'redis://h:1', '-i', 'a', '-o', 'b']).overrides.includes(
+        '+queue_url=redis://h:1',
+      ),
+    );
     usageError(['worker', '--concurrency', 'many'], /invalid int value: 'many'/);
   });
 });
@@ -72,10 +102,35 @@ describe('commands', () => {
 describe('flags become overrides', () => {
   test('eval run flags translate as in the reference table, in declaration order', () => {
     const parsed = parse([
-      'eval', 'run', '--no-serve', '--output', 'results/out.jsonl', '-a', 'remote_agent', '-i', 'data/in.jsonl',
-      '--limit', '5', '--num-repeats', '{a: 4, _default: 1}', '--concurrency', '8', '--resume',
-      '--temperature', '0.7', '--top-p=0.9', '--max-output-tokens', '256', '--disable-aggregation', '--overwrite',
-      '-m', 'gpt-x', '--model-url', 'http://m:8000/v1', '--model-api-key', 'sk-1',
+      'eval',
+      'run',
+      '--no-serve',
+      '--output',
+      'results/out.jsonl',
+      '-a',
+      'remote_agent',
+      '-i',
+      'data/in.jsonl',
+      '--limit',
+      '5',
+      '--num-repeats',
+      '{a: 4, _default: 1}',
+      '--concurrency',
+      '8',
+      '--resume',
+      '--temperature',
+      '0.7',
+      '--top-p=0.9',
+      '--max-output-tokens',
+      '256',
+      '--disable-aggregation',
+      '--overwrite',
+      '-m',
+      'gpt-x',
+      '--model-url',
+      'http://m:8000/v1',
+      '--model-api-key',
+      'sk-1',
     ]);
     assert.equal(parsed.noServe, true);
     assert.deepEqual(parsed.overrides, [
@@ -113,8 +168,17 @@ describe('flags become overrides', () => {
 
   test('final order: verbose, one coalesced config_paths, translated flags, raw overrides', () => {
     const parsed = parse([
-      'env', 'start', '+config_paths=[raw1.yaml]', '--config', 'a.yaml', '++head_server.port=11001', '-m', 'mdl',
-      '--config=b.yaml', '+config_paths=[raw2.yaml,raw3.yaml]', '-v',
+      'env',
+      'start',
+      '+config_paths=[raw1.yaml]',
+      '--config',
+      'a.yaml',
+      '++head_server.port=11001',
+      '-m',
+      'mdl',
+      '--config=b.yaml',
+      '+config_paths=[raw2.yaml,raw3.yaml]',
+      '-v',
     ]);
     assert.deepEqual(parsed.overrides, [
       '+verbose=true',
@@ -129,23 +193,34 @@ describe('flags become overrides', () => {
   });
 
   test('values that would not survive the override grammar are quoted', () => {
-    assert.deepEqual(parse(['env', 'start', '--config', 'dir,with,commas/x.yaml', '--model-url', 'http://h/v1?x=1']).overrides, [
-      "+config_paths=['dir,with,commas/x.yaml']",
-      "+policy_base_url='http://h/v1?x=1'",
-    ]);
+    assert.deepEqual(
+      parse(['env', 'start', '--config', 'dir,with,commas/x.yaml', '--model-url', 'http://h/v1?x=1']).overrides,
+      ["+config_paths=['dir,with,commas/x.yaml']", "+policy_base_url='http://h/v1?x=1'"],
+    );
   });
 
   test('--resources-server NAME[/FLAVOR] resolves to resources_servers/NAME/configs/FLAVOR.yaml under the roots', () => {
     const root = mkdtempSync(path.join(tmpdir(), 'tsgym-argv-'));
-    for (const file of ['resources_servers/counter/configs/counter.yaml', 'resources_servers/counter/configs/hard.yaml']) {
+    for (const file of [
+      'resources_servers/counter/configs/counter.yaml',
+      'resources_servers/counter/configs/hard.yaml',
+    ]) {
       mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
       writeFileSync(path.join(root, file), '');
     }
     const env: NodeJS.ProcessEnv = {};
-    const parsed = parse(['eval', 'run', '--search-dir', root, '--resources-server', 'counter', '--resources-server', 'counter/hard'], env);
-    assert.deepEqual(parsed.overrides, ['+config_paths=[resources_servers/counter/configs/counter.yaml,resources_servers/counter/configs/hard.yaml]']);
+    const parsed = parse(
+      ['eval', 'run', '--search-dir', root, '--resources-server', 'counter', '--resources-server', 'counter/hard'],
+      env,
+    );
+    assert.deepEqual(parsed.overrides, [
+      '+config_paths=[resources_servers/counter/configs/counter.yaml,resources_servers/counter/configs/hard.yaml]',
+    ]);
     assert.equal(env.NEMO_GYM_EXTRA_ROOTS, root, '--search-dir is prepended to NEMO_GYM_EXTRA_ROOTS');
-    usageError(['env', 'start', '--search-dir', root, '--resources-server', 'countr'], /implies config `resources_servers\/countr\/configs\/countr\.yaml`, which does not exist\. Did you mean `counter`\?/);
+    usageError(
+      ['env', 'start', '--search-dir', root, '--resources-server', 'countr'],
+      /implies config `resources_servers\/countr\/configs\/countr\.yaml`, which does not exist\. Did you mean `counter`\?/,
+    );
   });
 
   test('--search-dir keeps existing extra roots after the new ones', () => {
@@ -170,6 +245,8 @@ describe('flag errors', () => {
   });
 
   test('negative numbers are values, not flags', () => {
-    assert.deepEqual(parse(['eval', 'run', '--temperature', '-0.5']).overrides, ['+responses_create_params.temperature=-0.5']);
+    assert.deepEqual(parse(['eval', 'run', '--temperature', '-0.5']).overrides, [
+      '+responses_create_params.temperature=-0.5',
+    ]);
   });
 });

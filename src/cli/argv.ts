@@ -56,13 +56,16 @@ function formatFlagValue(flag: FlagSpec, raw: string): string {
       if (!/^\s*[+-]?\d+\s*$/.test(raw)) throw new UsageError(`argument ${flag.long}: invalid int value: '${raw}'.`);
       return String(Number(raw));
     case 'float':
-      if (raw.trim() === '' || !Number.isFinite(Number(raw))) throw new UsageError(`argument ${flag.long}: invalid float value: '${raw}'.`);
+      if (raw.trim() === '' || !Number.isFinite(Number(raw)))
+        throw new UsageError(`argument ${flag.long}: invalid float value: '${raw}'.`);
       return raw.trim();
     case 'raw':
       try {
         parseOverrideValue(raw);
       } catch {
-        throw new UsageError(`argument ${flag.long}: '${raw}' is not a valid value; write an int, or a dict such as '{a: 4, _default: 1}'.`);
+        throw new UsageError(
+          `argument ${flag.long}: '${raw}' is not a valid value; write an int, or a dict such as '{a: 4, _default: 1}'.`,
+        );
       }
       return raw;
     default:
@@ -121,14 +124,22 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else if (token === '--json') sawJson = true;
     else {
       const hint = closeMatches(token, ['--verbose', '--help', '--version'], 1)[0];
-      throw new UsageError(`unrecognized arguments: ${token}.${hint ? ` Did you mean \`${hint}\`?` : ''} Flags of a command go after it, e.g. gym eval run ${token} ….`);
+      throw new UsageError(
+        `unrecognized arguments: ${token}.${hint ? ` Did you mean \`${hint}\`?` : ''} Flags of a command go after it, e.g. gym eval run ${token} ….`,
+      );
     }
   }
 
   let command: string;
   if (sawVersion) {
     // Like argparse's version action: `--version` answers whatever follows.
-    return { command: 'version', noServe: false, positionals: [], overrides: sawJson ? ['+json=true'] : [], help: false };
+    return {
+      command: 'version',
+      noServe: false,
+      positionals: [],
+      overrides: sawJson ? ['+json=true'] : [],
+      help: false,
+    };
   }
   if (index >= argv.length) {
     return { command: 'help', noServe: false, positionals: [], overrides: [], help };
@@ -189,13 +200,17 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       else {
         const next = argv[index + 1];
         if (next === undefined || (next.startsWith('-') && next !== '-' && !looksLikeNumber(next))) {
-          throw new UsageError(`argument ${flag.long}${flag.short ? `/${flag.short}` : ''}: expected one argument (${flag.metavar ?? 'VALUE'}). See gym ${command} --help.`);
+          throw new UsageError(
+            `argument ${flag.long}${flag.short ? `/${flag.short}` : ''}: expected one argument (${flag.metavar ?? 'VALUE'}). See gym ${command} --help.`,
+          );
         }
         value = next;
         index++;
       }
     } else if (explicit !== undefined) {
-      throw new UsageError(`argument ${flag.long}: ignored explicit argument '${explicit}'; ${flag.long} is a switch and takes no value.`);
+      throw new UsageError(
+        `argument ${flag.long}: ignored explicit argument '${explicit}'; ${flag.long} is a switch and takes no value.`,
+      );
     }
     values.set(flag, [...(values.get(flag) ?? []), value]);
   }
@@ -203,7 +218,10 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   if (help) return { command, noServe: values.has(FLAGS.noServe), positionals, overrides: raw, help };
   // A positional named `[name]` is optional.
   const missing = (spec.positionals ?? []).slice(positionals.length).filter((name) => !name.startsWith('['));
-  if (missing.length > 0) throw new UsageError(`gym ${command}: the following arguments are required: ${missing.join(', ')}. See gym ${command} --help.`);
+  if (missing.length > 0)
+    throw new UsageError(
+      `gym ${command}: the following arguments are required: ${missing.join(', ')}. See gym ${command} --help.`,
+    );
 
   const searchDirs = values.get(FLAGS.searchDir) ?? [];
   if (searchDirs.length > 0) {

@@ -13,13 +13,23 @@ interface CommandSpec {
   examples: string[];
 }
 
-const ENV_START_FLAGS = [FLAGS.config, FLAGS.resourcesServer, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey];
+const ENV_START_FLAGS = [
+  FLAGS.config,
+  FLAGS.resourcesServer,
+  FLAGS.searchDir,
+  FLAGS.model,
+  FLAGS.modelUrl,
+  FLAGS.modelApiKey,
+];
 
 export const COMMAND_SPECS: Record<string, CommandSpec> = {
   'env start': {
     summary: 'Start the head server and every server instance of the composed config; run until Ctrl-C.',
     flags: ENV_START_FLAGS,
-    examples: ['gym env start "+config_paths=[counter_remote.yaml]"', 'gym env start --config my_env.yaml ++head_server.port=11001'],
+    examples: [
+      'gym env start "+config_paths=[counter_remote.yaml]"',
+      'gym env start --config my_env.yaml ++head_server.port=11001',
+    ],
   },
   'env status': {
     summary: 'List the servers of a running environment (found through the head server) and whether each answers.',
@@ -37,11 +47,31 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     examples: ['gym env resolve --config counter_remote.yaml'],
   },
   'eval run': {
-    summary: 'Collect rollouts: run every input row through its agent, verify it, and write <output>.jsonl. Without --no-serve the environment is started from the config first and stopped at the end.',
+    summary:
+      'Collect rollouts: run every input row through its agent, verify it, and write <output>.jsonl. Without --no-serve the environment is started from the config first and stopped at the end.',
     flags: [
-      FLAGS.config, FLAGS.resourcesServer, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey, FLAGS.noServe,
-      FLAGS.resume, FLAGS.overwrite, FLAGS.agent, FLAGS.input, FLAGS.output, FLAGS.limit, FLAGS.numRepeats, FLAGS.promptConfig,
-      FLAGS.concurrency, FLAGS.split, FLAGS.temperature, FLAGS.topP, FLAGS.maxOutputTokens, FLAGS.disableAggregation, FLAGS.queue,
+      FLAGS.config,
+      FLAGS.resourcesServer,
+      FLAGS.searchDir,
+      FLAGS.model,
+      FLAGS.modelUrl,
+      FLAGS.modelApiKey,
+      FLAGS.noServe,
+      FLAGS.resume,
+      FLAGS.overwrite,
+      FLAGS.agent,
+      FLAGS.input,
+      FLAGS.output,
+      FLAGS.limit,
+      FLAGS.numRepeats,
+      FLAGS.promptConfig,
+      FLAGS.concurrency,
+      FLAGS.split,
+      FLAGS.temperature,
+      FLAGS.topP,
+      FLAGS.maxOutputTokens,
+      FLAGS.disableAggregation,
+      FLAGS.queue,
     ],
     examples: [
       'gym eval run --no-serve +agent_name=remote_agent +input_jsonl_fpath=data/example.jsonl +output_jsonl_fpath=results/rollouts.jsonl',
@@ -49,22 +79,35 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     ],
   },
   'eval profile': {
-    summary: 'Per-task reward statistics from a run\'s materialized inputs and rollouts (no servers needed).',
+    summary: "Per-task reward statistics from a run's materialized inputs and rollouts (no servers needed).",
     flags: [FLAGS.config, FLAGS.searchDir, FLAGS.inputs, FLAGS.rollouts, FLAGS.json],
-    examples: ['gym eval profile --inputs results/rollouts_materialized_inputs.jsonl --rollouts results/rollouts.jsonl'],
+    examples: [
+      'gym eval profile --inputs results/rollouts_materialized_inputs.jsonl --rollouts results/rollouts.jsonl',
+    ],
   },
   'eval aggregate': {
-    summary: 'Merge rollout shards, sort them by task and rollout, and compute aggregate metrics through the running agents.',
+    summary:
+      'Merge rollout shards, sort them by task and rollout, and compute aggregate metrics through the running agents.',
     flags: [FLAGS.config, FLAGS.searchDir, FLAGS.inputGlob, FLAGS.output],
     examples: ["gym eval aggregate -i 'results/shard_*.jsonl' -o results/merged.jsonl"],
   },
   quickstart: {
-    summary: 'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
-    flags: [FLAGS.quickstartEnv, FLAGS.brain, FLAGS.config, FLAGS.searchDir, FLAGS.model, FLAGS.modelUrl, FLAGS.modelApiKey],
+    summary:
+      'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
+    flags: [
+      FLAGS.quickstartEnv,
+      FLAGS.brain,
+      FLAGS.config,
+      FLAGS.searchDir,
+      FLAGS.model,
+      FLAGS.modelUrl,
+      FLAGS.modelApiKey,
+    ],
     examples: ['gym quickstart', 'gym quickstart --env counter', 'gym quickstart --brain NAME'],
   },
   'agent check': {
-    summary: 'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
+    summary:
+      'Probe the agent service at <url> and report, check by check, whether it speaks the remote-agent contract.',
     flags: [FLAGS.json, FLAGS.caFile, FLAGS.apiKeyEnv, FLAGS.rows, FLAGS.fillEchoFields],
     positionals: ['url'],
     examples: [
@@ -75,24 +118,35 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     ],
   },
   view: {
-    summary: 'Serve a local viewer of a rollouts file and its failures sidecar (live while gym eval run writes it, with charts), or compare two runs task by task.',
+    summary:
+      'Serve a local viewer of a rollouts file and its failures sidecar (live while gym eval run writes it, with charts), or compare two runs task by task.',
     flags: [FLAGS.port, FLAGS.host],
     positionals: ['rollouts', '[compare_with]'],
-    examples: ['gym view results/rollouts.jsonl', 'gym view results/rollouts.jsonl --port 8080', 'gym view baseline/rollouts.jsonl candidate/rollouts.jsonl'],
+    examples: [
+      'gym view results/rollouts.jsonl',
+      'gym view results/rollouts.jsonl --port 8080',
+      'gym view baseline/rollouts.jsonl candidate/rollouts.jsonl',
+    ],
   },
   worker: {
-    summary: 'Take rollout jobs of gym eval run --queue from Redis and run each through this machine\'s environment (found through its head server); Ctrl-C drains.',
+    summary:
+      "Take rollout jobs of gym eval run --queue from Redis and run each through this machine's environment (found through its head server); Ctrl-C drains.",
     flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency],
-    examples: ['gym worker --queue redis://10.0.0.2:6379 --concurrency 32', 'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001'],
+    examples: [
+      'gym worker --queue redis://10.0.0.2:6379 --concurrency 32',
+      'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001',
+    ],
   },
   'new environment': {
-    summary: 'Write a working environment into resources_servers/<name>/ (app.ts, config with a remote agent, example rows, a scripted solver, a test, README) that collects at mean reward 1.0 as written; never overwrites.',
+    summary:
+      'Write a working environment into resources_servers/<name>/ (app.ts, config with a remote agent, example rows, a scripted solver, a test, README) that collects at mean reward 1.0 as written; never overwrites.',
     flags: [],
     positionals: ['name'],
     examples: ['gym new environment trivia'],
   },
   'new service': {
-    summary: "Write a working agent service into <name>/ (TypeScript, or --python for standard-library Python) that solves tsgym's counter tasks, with its config, example rows, a test and README; never overwrites.",
+    summary:
+      "Write a working agent service into <name>/ (TypeScript, or --python for standard-library Python) that solves tsgym's counter tasks, with its config, example rows, a test and README; never overwrites.",
     flags: [FLAGS.python],
     positionals: ['name'],
     examples: ['gym new service my_agent', 'gym new service my_agent --python'],

@@ -39,7 +39,10 @@ export function usage(command?: string): string {
     `usage: gym ${groups ? `${command} <action>` : '<command>'} [flags] [+key=value ...]`,
     '',
     'Commands:',
-    ...listed.map((name) => `  ${`${name}${(COMMAND_SPECS[name]!.positionals ?? []).map(operandText).join('')}`.padEnd(20)} ${COMMAND_SPECS[name]!.summary}`),
+    ...listed.map(
+      (name) =>
+        `  ${`${name}${(COMMAND_SPECS[name]!.positionals ?? []).map(operandText).join('')}`.padEnd(20)} ${COMMAND_SPECS[name]!.summary}`,
+    ),
     '',
     '  -v, --verbose        Debug logging (accepted before or after the command).',
     '      --version        Print version information.',

@@ -10,9 +10,17 @@ import { spawnGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 
 test('gym eval profile with its stdout closed by the reader exits 0 without a stack trace and still writes its files', async () => {
   const dir = tempDir('tsgym-epipe-');
-  const rows = Array.from({ length: 50 }, (_, task) => ({ responses_create_params: { input: `t${task}` }, _ng_task_index: task, _ng_rollout_index: 0, agent_ref: { name: 'a' } }));
+  const rows = Array.from({ length: 50 }, (_, task) => ({
+    responses_create_params: { input: `t${task}` },
+    _ng_task_index: task,
+    _ng_rollout_index: 0,
+    agent_ref: { name: 'a' },
+  }));
   writeJsonl(path.join(dir, 'r_materialized_inputs.jsonl'), rows);
-  writeJsonl(path.join(dir, 'r.jsonl'), rows.map((row) => ({ ...row, response: { output: [] }, reward: 1 })));
+  writeJsonl(
+    path.join(dir, 'r.jsonl'),
+    rows.map((row) => ({ ...row, response: { output: [] }, reward: 1 })),
+  );
   const running = spawnGym(['eval', 'profile', '--rollouts', 'r.jsonl'], { cwd: dir });
   running.child.stdout!.destroy(); // the reader is gone before the first line
   const result = await running.result;

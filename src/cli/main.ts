@@ -41,7 +41,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    return await (await load())(cmd);
+    return await (
+      await load()
+    )(cmd);
   } catch (err) {
     return reportError(err, cmd);
   }
@@ -74,7 +76,8 @@ function reportError(err: unknown, cmd?: ParsedCommand): number {
     return 1;
   }
   const verbose = cmd?.overrides.includes('+verbose=true') ?? false;
-  const text = err instanceof Error ? (verbose ? (err.stack ?? err.message) : `${err.name}: ${err.message}`) : String(err);
+  const text =
+    err instanceof Error ? (verbose ? (err.stack ?? err.message) : `${err.name}: ${err.message}`) : String(err);
   process.stderr.write(`Error: ${text}\n(This is unexpected; rerun with -v for details and report it.)\n`);
   return 1;
 }

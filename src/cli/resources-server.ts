@@ -11,7 +11,9 @@ import { UsageError } from '../errors.js';
 
 /** `NAME` or `NAME/FLAVOR` → `resources_servers/NAME/configs/FLAVOR.yaml`, which must exist under a root. */
 export function resourcesServerConfigPath(value: string, roots: readonly string[]): string {
-  const [name, flavor] = value.includes('/') ? [value.slice(0, value.indexOf('/')), value.slice(value.indexOf('/') + 1)] : [value, value];
+  const [name, flavor] = value.includes('/')
+    ? [value.slice(0, value.indexOf('/')), value.slice(value.indexOf('/') + 1)]
+    : [value, value];
   const relative = `resources_servers/${name}/configs/${flavor}.yaml`;
   if (findUnderRoots(relative, roots) !== undefined) return relative;
   const hint = closeMatches(value, availableResourcesServers(roots), 1)[0];
@@ -25,7 +27,9 @@ function availableResourcesServers(roots: readonly string[]): Set<string> {
   const available = new Set<string>();
   for (const root of roots) {
     for (const server of listDir(path.join(root, 'resources_servers'))) {
-      for (const file of listDir(path.join(root, 'resources_servers', server, 'configs')).filter((entry) => entry.endsWith('.yaml'))) {
+      for (const file of listDir(path.join(root, 'resources_servers', server, 'configs')).filter((entry) =>
+        entry.endsWith('.yaml'),
+      )) {
         const stem = file.slice(0, -'.yaml'.length);
         available.add(stem === server ? server : `${server}/${stem}`);
       }

@@ -11,7 +11,13 @@ import type { AgentDirectory } from './agents.js';
 import type { Row } from '../runfiles/row.js';
 import { countsJson, type OutcomeLedger } from '../runfiles/outcomes.js';
 
-const HEAVY_FIELDS = ['response', 'responses_create_params', 'ng_agent_observations', 'ng_model_call_capture', 'ng_trajectory'];
+const HEAVY_FIELDS = [
+  'response',
+  'responses_create_params',
+  'ng_agent_observations',
+  'ng_model_call_capture',
+  'ng_trajectory',
+];
 const AGGREGATE_TIMEOUT_MS = 600_000;
 
 export const DISABLED_MESSAGE =
@@ -64,9 +70,15 @@ export type MetricsSource = (agent: string, verifyResponses: Row[]) => Promise<A
 export function agentMetricsSource(agents: AgentDirectory): MetricsSource {
   return async (agent, verifyResponses) => {
     const url = `${agents.urlOf(agent)}/aggregate_metrics`;
-    const res = await callInternal(url, { json: { verify_responses: verifyResponses }, timeoutMs: AGGREGATE_TIMEOUT_MS, attempts: 3 });
+    const res = await callInternal(url, {
+      json: { verify_responses: verifyResponses },
+      timeoutMs: AGGREGATE_TIMEOUT_MS,
+      attempts: 3,
+    });
     if (res.status < 200 || res.status >= 300) {
-      throw new Error(`/aggregate_metrics on agent '${agent}' answered HTTP ${res.status}: ${res.text().slice(0, 500)}`);
+      throw new Error(
+        `/aggregate_metrics on agent '${agent}' answered HTTP ${res.status}: ${res.text().slice(0, 500)}`,
+      );
     }
     const body = res.json();
     if (!isPlainObject(body)) throw new Error(`/aggregate_metrics on agent '${agent}' did not answer a JSON object`);
@@ -78,7 +90,8 @@ export function agentMetricsSource(agents: AgentDirectory): MetricsSource {
   };
 }
 
-export const localMetricsSource: MetricsSource = async (_agent, verifyResponses) => computeAggregateMetrics(verifyResponses);
+export const localMetricsSource: MetricsSource = async (_agent, verifyResponses) =>
+  computeAggregateMetrics(verifyResponses);
 
 export interface AggregateEntry {
   agent_ref: { name: string };

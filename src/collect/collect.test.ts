@@ -6,7 +6,14 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import {
+  fakeReply,
+  startFakeAgent,
+  startFakeHead,
+  type FakeAgent,
+  type FakeHead,
+  type FakeRunHandler,
+} from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type GymResult } from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
@@ -24,13 +31,19 @@ after(async () => {
   for (const server of open) await server.close();
 });
 
-async function rig(handlers: Record<string, FakeRunHandler>, deadAgents: Array<{ name: string; port: number }> = []): Promise<Rig> {
+async function rig(
+  handlers: Record<string, FakeRunHandler>,
+  deadAgents: Array<{ name: string; port: number }> = [],
+): Promise<Rig> {
   const agents: Record<string, FakeAgent> = {};
   for (const [name, handler] of Object.entries(handlers)) {
     agents[name] = await startFakeAgent(name, handler);
     open.push(agents[name]);
   }
-  const head = await startFakeHead([...Object.values(agents), ...deadAgents.map((dead) => ({ ...dead, host: '127.0.0.1' }))]);
+  const head = await startFakeHead([
+    ...Object.values(agents),
+    ...deadAgents.map((dead) => ({ ...dead, host: '127.0.0.1' })),
+  ]);
   open.push(head);
   const dir = tempDir();
   return {
@@ -38,7 +51,8 @@ async function rig(handlers: Record<string, FakeRunHandler>, deadAgents: Array<{
     agents,
     head,
     file: (name) => path.join(dir, name),
-    gym: (args, env) => runGym(['eval', 'run', '--no-serve', ...args, `++head_server.port=${head.port}`], { cwd: dir, env }),
+    gym: (args, env) =>
+      runGym(['eval', 'run', '--no-serve', ...args, `++head_server.port=${head.port}`], { cwd: dir, env }),
   };
 }
 
@@ -54,7 +68,12 @@ describe('routing', () => {
         return fakeReply.success(input, input.kind === 'ok' ? 1 : 0);
       },
     });
-    writeJsonl(r.file('in.jsonl'), [row(0, { kind: 'ok' }), row(1, { kind: 'fail' }), row(2, { kind: 'kill' }), row(3, { kind: 'zero' })]);
+    writeJsonl(r.file('in.jsonl'), [
+      row(0, { kind: 'ok' }),
+      row(1, { kind: 'fail' }),
+      row(2, { kind: 'kill' }),
+      row(3, { kind: 'zero' }),
+    ]);
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'out/rollouts.jsonl']);
     assert.equal(res.code, 0, res.stderr);
 
@@ -77,7 +96,10 @@ describe('routing', () => {
     // Aggregation saw only the persisted successes, stripped of heavy fields (case 63).
     const calls = r.agents.my_agent!.aggregateCalls;
     assert.equal(calls.length, 1);
-    assert.deepEqual(calls[0]!.map((vr) => vr.x), [0, 3]);
+    assert.deepEqual(
+      calls[0]!.map((vr) => vr.x),
+      [0, 3],
+    );
     assert.equal(calls[0]![0]!.responses_create_params, undefined);
     assert.deepEqual(Object.keys(calls[0]![0]!.response as Row), ['usage']);
 
@@ -93,9 +115,20 @@ describe('routing', () => {
       mean_reward_completed: 0.5,
       mean_reward_failures_as_zero: 1 / 3,
     });
-    assert.match(res.stdout, /4 tasks, 4 rollouts expected: 2 completed, 1 failed \(1 retryable, 0 terminal\), 1 missing/);
-    assert.match(res.stdout, /Mean reward 0\.5000 over 2 completed; 0\.3333 over 3 attempted with failures counted as 0/);
-    for (const name of ['rollouts_materialized_inputs.jsonl', 'rollouts.jsonl', 'rollouts_failures.jsonl', 'rollouts_aggregate_metrics.json']) {
+    assert.match(
+      res.stdout,
+      /4 tasks, 4 rollouts expected: 2 completed, 1 failed \(1 retryable, 0 terminal\), 1 missing/,
+    );
+    assert.match(
+      res.stdout,
+      /Mean reward 0\.5000 over 2 completed; 0\.3333 over 3 attempted with failures counted as 0/,
+    );
+    for (const name of [
+      'rollouts_materialized_inputs.jsonl',
+      'rollouts.jsonl',
+      'rollouts_failures.jsonl',
+      'rollouts_aggregate_metrics.json',
+    ]) {
       assert.ok(res.stdout.includes(path.join('out', name)), `summary names ${name}`);
     }
   });
@@ -119,7 +152,20 @@ describe('materialized inputs', () => {
     const b = { responses_create_params: { input: 'B' }, q: 'b' };
     const c = { responses_create_params: { input: 'C' }, q: 'c', _ng_task_index: 7, _ng_rollout_index: 99 };
     writeJsonl(r.file('in.jsonl'), [a, b, a, c, { responses_create_params: { input: 'D' } }]);
-    const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', '--num-repeats', '2', '--limit', '4', '--temperature', '0.3']);
+    const res = await r.gym([
+      '-a',
+      'my_agent',
+      '-i',
+      'in.jsonl',
+      '-o',
+      'r.jsonl',
+      '--num-repeats',
+      '2',
+      '--limit',
+      '4',
+      '--temperature',
+      '0.3',
+    ]);
     assert.equal(res.code, 0, res.stderr);
     const rows = readJsonl(r.file('r_materialized_inputs.jsonl'));
     assert.deepEqual(
@@ -144,7 +190,12 @@ describe('materialized inputs', () => {
       _ng_rollout_index: 0,
     });
     assert.equal(r.agents.my_agent!.runs.length, 8);
-    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => `${s._ng_task_index}:${s._ng_rollout_index}`).sort(), ['0:0', '0:1', '0:2', '0:3', '1:0', '1:1', '7:0', '7:1']);
+    assert.deepEqual(
+      readJsonl(r.file('r.jsonl'))
+        .map((s) => `${s._ng_task_index}:${s._ng_rollout_index}`)
+        .sort(),
+      ['0:0', '0:1', '0:2', '0:3', '1:0', '1:1', '7:0', '7:1'],
+    );
   });
 
   test('per-agent num_repeats with _default; an agent_ref in the row wins over --agent', async () => {
@@ -165,7 +216,10 @@ describe('materialized inputs', () => {
 describe('input errors stop the run before anything is sent', () => {
   test('a malformed line names file:line and the parser reason', async () => {
     const r = await rig({ my_agent: ok });
-    writeFileSync(r.file('in.jsonl'), `${JSON.stringify(row(0))}\n${JSON.stringify(row(1))}\n{"responses_create_params": \n`);
+    writeFileSync(
+      r.file('in.jsonl'),
+      `${JSON.stringify(row(0))}\n${JSON.stringify(row(1))}\n{"responses_create_params": \n`,
+    );
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl']);
     assert.equal(res.code, 1);
     assert.match(res.stderr, /^Error: .*in\.jsonl:3: malformed JSONL line: .*JSON/m);
@@ -196,7 +250,12 @@ describe('input errors stop the run before anything is sent', () => {
 
   test('an unknown agent lists the offending rows and the configured agents', async () => {
     const r = await rig({ my_agent: ok });
-    writeJsonl(r.file('in.jsonl'), [row(0), row(1, { agent_ref: { name: 'ghost' } }), row(2), row(3, { agent_ref: { name: 'ghost' } })]);
+    writeJsonl(r.file('in.jsonl'), [
+      row(0),
+      row(1, { agent_ref: { name: 'ghost' } }),
+      row(2),
+      row(3, { agent_ref: { name: 'ghost' } }),
+    ]);
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl']);
     assert.equal(res.code, 1);
     assert.match(res.stderr, /Unknown agent 'ghost' \(rows at lines 2, 4\)/);
@@ -219,9 +278,17 @@ describe('input errors stop the run before anything is sent', () => {
     await head.close();
     const dir = tempDir();
     writeJsonl(path.join(dir, 'in.jsonl'), [row(0)]);
-    const res = await runGym(['eval', 'run', '--no-serve', '-a', 'x', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${port}`], { cwd: dir });
+    const res = await runGym(
+      ['eval', 'run', '--no-serve', '-a', 'x', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${port}`],
+      { cwd: dir },
+    );
     assert.equal(res.code, 1);
-    assert.match(res.stderr, new RegExp(`Could not connect to the head server at http://127\\.0\\.0\\.1:${port}\\. Perhaps you are not running a server`));
+    assert.match(
+      res.stderr,
+      new RegExp(
+        `Could not connect to the head server at http://127\\.0\\.0\\.1:${port}\\. Perhaps you are not running a server`,
+      ),
+    );
   });
 
   test('a directory as --input or --output, or an output under a file, is one Error paragraph, nothing sent', async () => {
@@ -230,9 +297,18 @@ describe('input errors stop the run before anything is sent', () => {
     mkdirSync(r.file('adir'));
     writeFileSync(r.file('afile'), 'x');
     const cases: Array<[string[], RegExp]> = [
-      [['-i', 'adir', '-o', 'r.jsonl'], /^Error: Input 'adir' \(--input\) is a directory; name the JSONL file inside it\.$/m],
-      [['-i', 'in.jsonl', '-o', 'adir'], /^Error: Output 'adir' \(--output\) is a directory; name a file in it, e\.g\. adir\/rollouts\.jsonl\.$/m],
-      [['-i', 'in.jsonl', '-o', 'afile/r.jsonl'], /^Error: Cannot create the directory of the output 'afile\/r\.jsonl' \(--output\): EEXIST .*Choose another --output path\.$/m],
+      [
+        ['-i', 'adir', '-o', 'r.jsonl'],
+        /^Error: Input 'adir' \(--input\) is a directory; name the JSONL file inside it\.$/m,
+      ],
+      [
+        ['-i', 'in.jsonl', '-o', 'adir'],
+        /^Error: Output 'adir' \(--output\) is a directory; name a file in it, e\.g\. adir\/rollouts\.jsonl\.$/m,
+      ],
+      [
+        ['-i', 'in.jsonl', '-o', 'afile/r.jsonl'],
+        /^Error: Cannot create the directory of the output 'afile\/r\.jsonl' \(--output\): EEXIST .*Choose another --output path\.$/m,
+      ],
     ];
     for (const [args, expected] of cases) {
       const res = await r.gym(['-a', 'my_agent', ...args]);
@@ -262,7 +338,10 @@ describe('failure containment (D11, D12)', () => {
     ]);
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl']);
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(r.agents.my_agent!.runs.map((run) => run.x), [3]);
+    assert.deepEqual(
+      r.agents.my_agent!.runs.map((run) => run.x),
+      [3],
+    );
     const failures = readJsonl(r.file('r_failures.jsonl'));
     assert.deepEqual(failures.map((f) => f.x).sort(), [0, 1, 2]);
     for (const f of failures) {
@@ -272,7 +351,10 @@ describe('failure containment (D11, D12)', () => {
     }
     assert.match(String(failures.find((f) => f.x === 0)!.error), /no responses_create_params/);
     assert.match(String(failures.find((f) => f.x === 1)!.error), /bogus/);
-    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x), [3]);
+    assert.deepEqual(
+      readJsonl(r.file('r.jsonl')).map((s) => s.x),
+      [3],
+    );
   });
 
   test('a non-2xx /run and a /run timeout each become a retryable failure row', async () => {
@@ -286,7 +368,10 @@ describe('failure containment (D11, D12)', () => {
     writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
     const res = await r.gym(['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', '++run_request_timeout_secs=0.4']);
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x), [0]);
+    assert.deepEqual(
+      readJsonl(r.file('r.jsonl')).map((s) => s.x),
+      [0],
+    );
     const failures = readJsonl(r.file('r_failures.jsonl'));
     const errorOf = (x: number): string => String(failures.find((f) => f.x === x)?.error);
     assert.equal(failures.length, 2);
@@ -304,14 +389,19 @@ describe('failure containment (D11, D12)', () => {
 describe('overwrite protection (D8)', () => {
   test('a second run refuses before touching anything; ++overwrite=true truncates both files (U27)', async () => {
     let failTask0 = true;
-    const r = await rig({ my_agent: (input) => (input.x === 0 && failTask0 ? fakeReply.failure(input, 'flaky') : fakeReply.success(input)) });
+    const r = await rig({
+      my_agent: (input) => (input.x === 0 && failTask0 ? fakeReply.failure(input, 'flaky') : fakeReply.success(input)),
+    });
     writeJsonl(r.file('in.jsonl'), [row(0), row(1)]);
     const args = ['-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl'];
     assert.equal((await r.gym(args)).code, 0);
     // A stale sidecar holding three attempts of task 0 (as an old run of the reference would leave).
     const stale = readJsonl(r.file('r_failures.jsonl'))[0]!;
     writeJsonl(r.file('r_failures.jsonl'), [stale, stale, stale]);
-    const before = { rollouts: readFileSync(r.file('r.jsonl'), 'utf8'), failures: readFileSync(r.file('r_failures.jsonl'), 'utf8') };
+    const before = {
+      rollouts: readFileSync(r.file('r.jsonl'), 'utf8'),
+      failures: readFileSync(r.file('r_failures.jsonl'), 'utf8'),
+    };
 
     const refused = await r.gym(args);
     assert.equal(refused.code, 1);
@@ -340,17 +430,38 @@ describe('overwrite protection (D8)', () => {
 describe('Ctrl-C', () => {
   test('SIGINT during a --no-serve run keeps the finished rows, marks the status file interrupted, exits 130 naming the resume command, and resume finishes', async () => {
     let hang = true;
-    const r = await rig({ my_agent: (input) => (input.x === 0 || !hang ? fakeReply.success(input, 1) : fakeReply.hang()) });
+    const r = await rig({
+      my_agent: (input) => (input.x === 0 || !hang ? fakeReply.success(input, 1) : fakeReply.hang()),
+    });
     writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
-    const args = ['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${r.head.port}`];
+    const args = [
+      'eval',
+      'run',
+      '--no-serve',
+      '-a',
+      'my_agent',
+      '-i',
+      'in.jsonl',
+      '-o',
+      'r.jsonl',
+      `++head_server.port=${r.head.port}`,
+    ];
     const running = spawnGym(args, { cwd: r.dir });
-    await eventually(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, { what: 'row 0 on disk, rows 1 and 2 in flight' });
+    await eventually(() => lineCount(r.file('r.jsonl')) === 1 && r.agents.my_agent!.runs.length === 3, {
+      what: 'row 0 on disk, rows 1 and 2 in flight',
+    });
     running.child.kill('SIGINT');
     const result = await running.result;
     assert.equal(result.code, 130, result.stderr);
-    assert.match(result.stderr, /Interrupted: the finished rollouts are on disk; to finish the run: gym eval run .*\+resume_from_cache=true/);
+    assert.match(
+      result.stderr,
+      /Interrupted: the finished rollouts are on disk; to finish the run: gym eval run .*\+resume_from_cache=true/,
+    );
     assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
-    const status = JSON.parse(readFileSync(r.file('r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+    const status = JSON.parse(readFileSync(r.file('r_status.json'), 'utf8')) as {
+      state: string;
+      totals: { done: number };
+    };
     assert.equal(status.state, 'interrupted');
     assert.equal(status.totals.done, 1);
     assert.equal(lineCount(r.file('r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
@@ -358,6 +469,11 @@ describe('Ctrl-C', () => {
     hang = false;
     const resumed = await runGym([...args, '--resume'], { cwd: r.dir });
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.deepEqual(readJsonl(r.file('r.jsonl')).map((s) => s.x).sort(), [0, 1, 2]);
+    assert.deepEqual(
+      readJsonl(r.file('r.jsonl'))
+        .map((s) => s.x)
+        .sort(),
+      [0, 1, 2],
+    );
   });
 });

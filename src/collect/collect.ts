@@ -21,7 +21,16 @@ import {
 } from './aggregate.js';
 import type { AgentDirectory } from './agents.js';
 import { maxRolloutAttempts, type CollectionConfig } from './config.js';
-import { BatchedFileWriter, holdsRows, LineAppender, malformedLine, parseLine, readRawLines, scanRowsFile, truncateFile } from '../runfiles/jsonl.js';
+import {
+  BatchedFileWriter,
+  holdsRows,
+  LineAppender,
+  malformedLine,
+  parseLine,
+  readRawLines,
+  scanRowsFile,
+  truncateFile,
+} from '../runfiles/jsonl.js';
 import { TaskCounters } from '../runfiles/key-tables.js';
 import { materializeRows, scanInput, type InputScan } from './materialize.js';
 import type { Row } from '../runfiles/row.js';
@@ -29,10 +38,25 @@ import { attemptOf } from '../runfiles/in-flight.js';
 import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from '../runfiles/outcomes.js';
 import { artifactPaths, checkOutputPath, type ArtifactPaths } from '../runfiles/paths.js';
 import { ProgressReporter, type ProgressOptions } from './progress.js';
-import { createInProcessQueue, type InProcessQueueOptions, type RolloutExecutor, type RolloutJob, type RolloutQueue } from './executor.js';
+import {
+  createInProcessQueue,
+  type InProcessQueueOptions,
+  type RolloutExecutor,
+  type RolloutJob,
+  type RolloutQueue,
+} from './executor.js';
 import { AgentReachability, isUndelivered } from './reachability.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
-import { failureRow, httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
+import {
+  failureRow,
+  httpAgentExecutor,
+  identityOf,
+  INVALID_ROW,
+  isTerminal,
+  routeOf,
+  rowProblem,
+  stamp,
+} from './routing.js';
 import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 
@@ -69,19 +93,26 @@ export interface CollectOptions {
 export function resolveInputPath(file: string): string {
   const found = findUnderRoots(file, searchRoots());
   if (!found) {
-    throw new ConfigError(`Input file not found: '${file}' (--input). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
+    throw new ConfigError(
+      `Input file not found: '${file}' (--input). Check the path is spelled correctly.`,
+      'GYM_CONFIG_INPUT_MISSING',
+    );
   }
   if (statSync(found).isDirectory()) {
-    throw new ConfigError(`Input '${file}' (--input) is a directory; name the JSONL file inside it.`, 'GYM_CONFIG_INPUT_MISSING');
+    throw new ConfigError(
+      `Input '${file}' (--input) is a directory; name the JSONL file inside it.`,
+      'GYM_CONFIG_INPUT_MISSING',
+    );
   }
   return found;
 }
 
-
 function printPreprocessingNotes(config: CollectionConfig, out: (line: string) => void): void {
   if (config.limit !== undefined) out(`Limiting the number of rows to ${config.limit}`);
-  if (config.numRepeatsAddSeed) out('Adding unique `seed` values to each input via metadata.extra_body (only honored by vLLM model servers)');
-  if (config.agentName !== undefined) out(`Using \`${config.agentName}\` for rows that do not already have an agent ref`);
+  if (config.numRepeatsAddSeed)
+    out('Adding unique `seed` values to each input via metadata.extra_body (only honored by vLLM model servers)');
+  if (config.agentName !== undefined)
+    out(`Using \`${config.agentName}\` for rows that do not already have an agent ref`);
   if (Object.keys(config.createParamsOverrides).length > 0) {
     out(`Overriding responses_create_params fields with ${JSON.stringify(config.createParamsOverrides)}`);
   }
@@ -100,11 +131,19 @@ function refuseToClobber(paths: ArtifactPaths, config: CollectionConfig, resumeB
   const advice = resumeBlocker
     ? `Resuming is not possible because ${resumeBlocker} is missing. To start over and discard them, add ++overwrite=true.`
     : 'To continue that run, add --resume (+resume_from_cache=true); to start over and discard them, add ++overwrite=true.';
-  throw new ConfigError(`${files} already ${occupied.length > 1 ? 'hold' : 'holds'} rollouts from an earlier run; refusing to overwrite them. ${advice}`, 'GYM_OUTPUT_EXISTS');
+  throw new ConfigError(
+    `${files} already ${occupied.length > 1 ? 'hold' : 'holds'} rollouts from an earlier run; refusing to overwrite them. ${advice}`,
+    'GYM_OUTPUT_EXISTS',
+  );
 }
 
 /** Written under a temporary name and renamed: a reader sees no file or the whole file, never a prefix. */
-async function writeMaterializedInputs(inputPath: string, config: CollectionConfig, paths: ArtifactPaths, scan: InputScan): Promise<void> {
+async function writeMaterializedInputs(
+  inputPath: string,
+  config: CollectionConfig,
+  paths: ArtifactPaths,
+  scan: InputScan,
+): Promise<void> {
   const writer = new BatchedFileWriter(paths.materializedInputs);
   try {
     for await (const { row } of materializeRows(inputPath, config, scan.rows)) writer.line(JSON.stringify(row));
@@ -143,7 +182,13 @@ async function prepareFresh(
   return { toRun: scan.rollouts, cache: undefined, maxAttempts: 0 };
 }
 
-async function prepareResume(inputPath: string, config: CollectionConfig, paths: ArtifactPaths, io: CollectIO, scan: InputScan): Promise<Prepared> {
+async function prepareResume(
+  inputPath: string,
+  config: CollectionConfig,
+  paths: ArtifactPaths,
+  io: CollectIO,
+  scan: InputScan,
+): Promise<Prepared> {
   const maxAttempts = maxRolloutAttempts(io.env, io.warn);
   const cache = await loadCache(paths);
   const plan = await planResume(inputPath, config, paths, cache, maxAttempts, scan.rows);
@@ -153,11 +198,14 @@ async function prepareResume(inputPath: string, config: CollectionConfig, paths:
     [paths.failures, cache.tornFailures],
   ] as const) {
     if (!torn) continue;
-    io.warn(`Ignoring the torn last line of ${file} (line ${torn.lineNo}, left by an interrupted run); it is cut off before appending.`);
+    io.warn(
+      `Ignoring the torn last line of ${file} (line ${torn.lineNo}, left by an interrupted run); it is cut off before appending.`,
+    );
     truncateFile(file, torn.start);
   }
   for (const line of describeResume(plan, cache, maxAttempts)) io.out(line);
-  if (plan.toRun === 0) io.out('Nothing left to run: every rollout is completed, terminally failed or at the attempt cap.');
+  if (plan.toRun === 0)
+    io.out('Nothing left to run: every rollout is completed, terminally failed or at the attempt cap.');
   return { toRun: plan.toRun, cache, maxAttempts };
 }
 
@@ -189,7 +237,11 @@ async function dispatch(
   const { config, io } = options;
   const rolloutsFile = LineAppender.open(paths.rollouts);
   const failuresFile = LineAppender.open(paths.failures);
-  const progress = new ProgressReporter({ total: prepared.toRun, stream: io.progressStream, detail: options.progressDetail });
+  const progress = new ProgressReporter({
+    total: prepared.toRun,
+    stream: io.progressStream,
+    detail: options.progressDetail,
+  });
   const board = new RunStatusBoard({
     file: paths.status,
     total: prepared.toRun,
@@ -225,7 +277,8 @@ async function dispatch(
       failuresFile.append(JSON.stringify(result));
       ledger.move(job.agent, from, isTerminal(result) ? 'failed_terminal' : 'failed_retryable');
       stats.failures++;
-      if (!isTerminal(result) && prepared.cache && attemptOf(job.identity) + 1 >= prepared.maxAttempts) stats.atAttemptCap++;
+      if (!isTerminal(result) && prepared.cache && attemptOf(job.identity) + 1 >= prepared.maxAttempts)
+        stats.atAttemptCap++;
     }
     stats.done++;
     progress.update(stats);
@@ -244,13 +297,16 @@ async function dispatch(
       if (options.signal?.aborted) break;
       const text = line.bytes.toString('utf8');
       const parsed = parseLine(text);
-      if (!parsed.ok) throw malformedLine(paths.materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
+      if (!parsed.ok)
+        throw malformedLine(paths.materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
       const row = parsed.value as Row;
       const task = row._ng_task_index as number;
       const rollout = row._ng_rollout_index as number;
       const agent = agentNameOfRow(row);
       if (tasksSeen.next(task) === 0) ledger.addTask(agent);
-      const status = prepared.cache ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts) : { outcome: 'missing' as const, run: true, attempts: 0 };
+      const status = prepared.cache
+        ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts)
+        : { outcome: 'missing' as const, run: true, attempts: 0 };
       ledger.expect(agent, status.outcome);
       if (!status.run && status.outcome === 'failed_retryable') stats.atAttemptCap++;
       // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
@@ -258,7 +314,15 @@ async function dispatch(
 
       const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
       const body = status.attempts > 0 ? JSON.stringify(sent) : text;
-      const job: DispatchJob = { task, rollout, agent, attempt: status.attempts, body, identity: identityOf(sent), previous: status.outcome };
+      const job: DispatchJob = {
+        task,
+        rollout,
+        agent,
+        attempt: status.attempts,
+        body,
+        identity: identityOf(sent),
+        previous: status.outcome,
+      };
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
       else {
@@ -279,7 +343,11 @@ async function dispatch(
 }
 
 /** §4.9: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */
-async function aggregate(options: CollectOptions, paths: ArtifactPaths, ledger: OutcomeLedger): Promise<{ written: boolean; ok: boolean }> {
+async function aggregate(
+  options: CollectOptions,
+  paths: ArtifactPaths,
+  ledger: OutcomeLedger,
+): Promise<{ written: boolean; ok: boolean }> {
   const { io } = options;
   if (options.config.disableAggregation) {
     io.out(DISABLED_MESSAGE);
@@ -291,7 +359,9 @@ async function aggregate(options: CollectOptions, paths: ArtifactPaths, ledger: 
   const { entries, errors } = await aggregateAgents(input, ledger, () => source, io.out);
   writeAggregateFile(paths.aggregateMetrics, entries);
   for (const error of errors) {
-    io.warn(`Error: aggregate metrics failed: ${error}. The rollouts are safely on disk; compute the metrics later with gym eval aggregate --input-glob '${paths.rollouts}' -o <merged.jsonl>.`);
+    io.warn(
+      `Error: aggregate metrics failed: ${error}. The rollouts are safely on disk; compute the metrics later with gym eval aggregate --input-glob '${paths.rollouts}' -o <merged.jsonl>.`,
+    );
   }
   return { written: true, ok: errors.length === 0 };
 }
@@ -299,7 +369,11 @@ async function aggregate(options: CollectOptions, paths: ArtifactPaths, ledger: 
 /** The collection was stopped through `CollectOptions.signal`; finished rollouts are on disk. */
 export class CollectionInterrupted extends GymError {
   constructor() {
-    super('GYM_COLLECTION_INTERRUPTED', 'config', 'Collection interrupted; the finished rollouts are on disk. Rerun with --resume to finish.');
+    super(
+      'GYM_COLLECTION_INTERRUPTED',
+      'config',
+      'Collection interrupted; the finished rollouts are on disk. Rerun with --resume to finish.',
+    );
   }
 }
 
@@ -367,10 +441,14 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
   const total = ledger.total();
   const retryable = total.missing + total.failedRetryable - stats.atAttemptCap;
   if (retryable > 0) {
-    io.out(`${retryable} rollouts can still be retried: ${options.resumeCommand ?? 'rerun the same command with --resume (+resume_from_cache=true)'}.`);
+    io.out(
+      `${retryable} rollouts can still be retried: ${options.resumeCommand ?? 'rerun the same command with --resume (+resume_from_cache=true)'}.`,
+    );
   }
   if (stats.atAttemptCap > 0) {
-    io.out(`${stats.atAttemptCap} failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=${prepared.maxAttempts}; resume will not retry them (raise it to retry).`);
+    io.out(
+      `${stats.atAttemptCap} failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=${prepared.maxAttempts}; resume will not retry them (raise it to retry).`,
+    );
   }
   return aggregation.ok ? 0 : 1;
 }

@@ -58,26 +58,36 @@ function bool(config: GlobalConfig, key: string): boolean {
   const value = config[key];
   if (value === undefined || value === null) return false;
   if (typeof value === 'boolean') return value;
-  throw new ConfigError(`Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_VALUE');
+  throw new ConfigError(
+    `Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`,
+    'GYM_CONFIG_VALUE',
+  );
 }
 
 function optionalInt(config: GlobalConfig, key: string, min: number): number | undefined {
   const value = config[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
-  throw new ConfigError(`Config value '${key}' must be an integer >= ${min}, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_VALUE');
+  throw new ConfigError(
+    `Config value '${key}' must be an integer >= ${min}, got ${JSON.stringify(value)}.`,
+    'GYM_CONFIG_VALUE',
+  );
 }
 
 export function parseNumRepeats(value: unknown): NumRepeats {
   if (value === undefined || value === null) return 1;
   if (typeof value === 'number') {
-    if (!Number.isInteger(value) || value < 1) throw new ConfigError(`num_repeats must be >= 1, got ${value}.`, 'GYM_CONFIG_VALUE');
+    if (!Number.isInteger(value) || value < 1)
+      throw new ConfigError(`num_repeats must be >= 1, got ${value}.`, 'GYM_CONFIG_VALUE');
     return value;
   }
   if (isPlainObject(value)) {
     const bad = Object.entries(value).filter(([, n]) => typeof n !== 'number' || !Number.isInteger(n) || n < 1);
     if (bad.length > 0) {
-      throw new ConfigError(`num_repeats dict values must be >= 1, got ${JSON.stringify(Object.fromEntries(bad))}.`, 'GYM_CONFIG_VALUE');
+      throw new ConfigError(
+        `num_repeats dict values must be >= 1, got ${JSON.stringify(Object.fromEntries(bad))}.`,
+        'GYM_CONFIG_VALUE',
+      );
     }
     return value as Record<string, number>;
   }
@@ -90,7 +100,12 @@ export function parseNumRepeats(value: unknown): NumRepeats {
 export function headServerAddress(config: GlobalConfig): HeadServerAddress {
   const head = isPlainObject(config.head_server) ? config.head_server : {};
   const host = typeof head.host === 'string' && head.host !== '' ? head.host : DEFAULT_HOST;
-  const port = typeof head.port === 'number' ? head.port : typeof head.port === 'string' && /^\d+$/.test(head.port) ? Number(head.port) : DEFAULT_HEAD_PORT;
+  const port =
+    typeof head.port === 'number'
+      ? head.port
+      : typeof head.port === 'string' && /^\d+$/.test(head.port)
+        ? Number(head.port)
+        : DEFAULT_HEAD_PORT;
   return { host, port };
 }
 
@@ -101,12 +116,18 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
   ]);
   for (const key of UNSUPPORTED_KEYS) {
     if (config[key] !== undefined && config[key] !== null) {
-      throw new ConfigError(`'${key}' is not supported by tsgym's gym eval run; remove +${key}=… from the command line or config.`, 'GYM_CONFIG_UNSUPPORTED');
+      throw new ConfigError(
+        `'${key}' is not supported by tsgym's gym eval run; remove +${key}=… from the command line or config.`,
+        'GYM_CONFIG_UNSUPPORTED',
+      );
     }
   }
   const agentName = config.agent_name;
   if (agentName !== undefined && agentName !== null && typeof agentName !== 'string') {
-    throw new ConfigError(`Config value 'agent_name' must be a string, got ${JSON.stringify(agentName)}.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value 'agent_name' must be a string, got ${JSON.stringify(agentName)}.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   const overrides = config.responses_create_params ?? {};
   if (!isPlainObject(overrides)) {
@@ -117,11 +138,17 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
   }
   const timeout = config.run_request_timeout_secs ?? DEFAULT_RUN_REQUEST_TIMEOUT_SECS;
   if (typeof timeout !== 'number' || !(timeout > 0)) {
-    throw new ConfigError(`Config value 'run_request_timeout_secs' must be a number of seconds > 0, got ${JSON.stringify(timeout)}.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value 'run_request_timeout_secs' must be a number of seconds > 0, got ${JSON.stringify(timeout)}.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   const stall = config.stall_warning_secs ?? DEFAULT_STALL_WARNING_SECS;
   if (typeof stall !== 'number' || !(stall > 0)) {
-    throw new ConfigError(`Config value 'stall_warning_secs' must be a number of seconds > 0, got ${JSON.stringify(stall)}; e.g. +stall_warning_secs=300.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value 'stall_warning_secs' must be a number of seconds > 0, got ${JSON.stringify(stall)}; e.g. +stall_warning_secs=300.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   if (bool(config, 'resume_from_cache') && bool(config, 'overwrite')) {
     throw new ConfigError(
@@ -168,6 +195,8 @@ export function maxRolloutAttempts(env: NodeJS.ProcessEnv, warn: (line: string) 
   if (!/^[+-]?\d+$/.test(text)) reason = `invalid literal for int() with base 10: '${raw}'`;
   else if (Number(text) < 1) reason = `must be >= 1, got ${Number(text)}`;
   else return Number(text);
-  warn(`WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='${raw}' (${reason}); falling back to default ${DEFAULT_MAX_ROLLOUT_ATTEMPTS}.`);
+  warn(
+    `WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='${raw}' (${reason}); falling back to default ${DEFAULT_MAX_ROLLOUT_ATTEMPTS}.`,
+  );
   return DEFAULT_MAX_ROLLOUT_ATTEMPTS;
 }

@@ -30,7 +30,9 @@ function refusesConnections(port: number): Promise<boolean> {
 }
 
 test('the counter environment and the remote agent, started by gym eval run, end to end', async () => {
-  const service = await startScriptedService((call) => (addendsOf(call)[0] === 13 ? reply.status(500, 'service exploded') : solveCounterTask(call)));
+  const service = await startScriptedService((call) =>
+    addendsOf(call)[0] === 13 ? reply.status(500, 'service exploded') : solveCounterTask(call),
+  );
   services.push(service);
   const dir = tempDir('tsgym-e2e-');
   const res = await runGym(counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), { cwd: dir });
@@ -54,7 +56,10 @@ test('the counter environment and the remote agent, started by gym eval run, end
   const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
   assert.equal(metrics[0].agent_ref.name, 'remote_agent');
   assert.equal(metrics[0].key_metrics['mean/reward'], 1);
-  assert.match(res.stdout, /5 tasks, 5 rollouts expected: 4 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/);
+  assert.match(
+    res.stdout,
+    /5 tasks, 5 rollouts expected: 4 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/,
+  );
   assert.match(res.stdout, /Mean reward 1\.0000 over 4 completed; 0\.8000 over 5 attempted with failures counted as 0/);
 });
 
@@ -72,7 +77,10 @@ test('Ctrl-C during collection stops every server, records no spurious failures,
   assert.match(result.stderr, /Interrupted: stopping the environment/);
   assert.equal(lineCount(path.join(dir, 'r.jsonl')), 0);
   assert.equal(lineCount(path.join(dir, 'r_failures.jsonl')), 0, 'rollouts cut short by Ctrl-C are not failures');
-  const status = JSON.parse(readFileSync(path.join(dir, 'r_status.json'), 'utf8')) as { state: string; totals: { done: number } };
+  const status = JSON.parse(readFileSync(path.join(dir, 'r_status.json'), 'utf8')) as {
+    state: string;
+    totals: { done: number };
+  };
   assert.equal(status.state, 'interrupted');
   assert.equal(status.totals.done, 0);
   for (const port of ports) assert.ok(await refusesConnections(port), `server on port ${port} is gone`);

@@ -71,7 +71,10 @@ describe('ProgressReporter', () => {
     now = 1050;
     progress.update({ done: 5, failures: 1, completed: 4, rewardSum: 3 });
     assert.equal(out.writes.length, 1, 'redraws are throttled');
-    assert.match(out.writes[0]!, /^\r\x1b\[2KCollecting rollouts: 4\/10 \(40%\) \| 4\.0 rollouts\/s \| elapsed 0:00:01 \| ETA 0:00:02 \| failures 1 \| mean reward 0\.667$/);
+    assert.match(
+      out.writes[0]!,
+      /^\r\x1b\[2KCollecting rollouts: 4\/10 \(40%\) \| 4\.0 rollouts\/s \| elapsed 0:00:01 \| ETA 0:00:02 \| failures 1 \| mean reward 0\.667$/,
+    );
     progress.finish();
     assert.match(out.writes.at(-2)!, /5\/10/);
     assert.equal(out.writes.at(-1), '\n');

@@ -73,7 +73,12 @@ export interface InputScan {
  * Pass one: every line (up to `limit`) must parse as a JSON object with a known agent and a repeat count.
  * Problems are collected over the whole file and reported together, before anything is written.
  */
-export async function scanInput(path: string, config: CollectionConfig, agents: AgentDirectory, warn: (line: string) => void): Promise<InputScan> {
+export async function scanInput(
+  path: string,
+  config: CollectionConfig,
+  agents: AgentDirectory,
+  warn: (line: string) => void,
+): Promise<InputScan> {
   const perAgent = new Map<string, AgentPlan>();
   const noAgent: number[] = [];
   let noAgentCount = 0;
@@ -129,7 +134,9 @@ export async function scanInput(path: string, config: CollectionConfig, agents: 
     );
   }
   if (unknown.size > 0) {
-    const details = [...unknown].map(([name, { lines, count }]) => `'${name}' (rows at lines ${lineList(lines, count)})`).join('; ');
+    const details = [...unknown]
+      .map(([name, { lines, count }]) => `'${name}' (rows at lines ${lineList(lines, count)})`)
+      .join('; ');
     const known = agents.names.length > 0 ? agents.names.map((name) => `'${name}'`).join(', ') : '(none)';
     throw new ConfigError(
       `Unknown agent ${details} in ${path}: ${agents.source} knows these agents: ${known}. Fix agent_ref.name in the data or --agent/+agent_name, or start the missing agent. Nothing was dispatched.`,
@@ -138,7 +145,10 @@ export async function scanInput(path: string, config: CollectionConfig, agents: 
   }
   if (typeof config.numRepeats === 'object') {
     const unused = Object.keys(config.numRepeats).filter((name) => name !== '_default' && !perAgent.has(name));
-    if (unused.length > 0) warn(`num_repeats dict contains agent names that never appeared in input rows (possible typo?): ${pyList(unused)}`);
+    if (unused.length > 0)
+      warn(
+        `num_repeats dict contains agent names that never appeared in input rows (possible typo?): ${pyList(unused)}`,
+      );
   }
   return { rows, rollouts, perAgent };
 }
@@ -188,14 +198,19 @@ export interface MaterializedRow {
  * Pass two: the rows to run, each stamped with `agent_ref`, merged create-params and its rollout key.
  * `inputRows` (from pass one) sizes the line-digest table once, so it never grows mid-pass.
  */
-export async function* materializeRows(path: string, config: CollectionConfig, inputRows?: number): AsyncGenerator<MaterializedRow> {
+export async function* materializeRows(
+  path: string,
+  config: CollectionConfig,
+  inputRows?: number,
+): AsyncGenerator<MaterializedRow> {
   const lineIndex = new LineIndexTable(inputRows);
   const counters = new TaskCounters();
   const overrides = config.createParamsOverrides;
   const hasOverrides = Object.keys(overrides).length > 0;
   for await (const line of limitedLines(path, config.limit)) {
     const row = parseRow(path, line);
-    if ((row.agent_ref === undefined || row.agent_ref === null) && config.agentName !== undefined) row.agent_ref = { name: config.agentName };
+    if ((row.agent_ref === undefined || row.agent_ref === null) && config.agentName !== undefined)
+      row.agent_ref = { name: config.agentName };
     if (hasOverrides && isPlainObject(row.responses_create_params)) {
       row.responses_create_params = { ...row.responses_create_params, ...overrides };
     }

@@ -17,7 +17,11 @@ after(async () => {
   for (const server of open.reverse()) await server.close();
 });
 
-const row = (x: number, agent: string): Row => ({ responses_create_params: { input: `row ${x}` }, x, agent_ref: { name: agent } });
+const row = (x: number, agent: string): Row => ({
+  responses_create_params: { input: `row ${x}` },
+  x,
+  agent_ref: { name: agent },
+});
 const ok: FakeRunHandler = (r) => fakeReply.success(r, 1);
 
 async function rigWithAbsentAgent(): Promise<{ dir: string; port: number; args: (extra: string[]) => string[] }> {
@@ -30,16 +34,36 @@ async function rigWithAbsentAgent(): Promise<{ dir: string; port: number; args: 
   return {
     dir,
     port,
-    args: (extra) => ['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${head.port}`, ...extra],
+    args: (extra) => [
+      'eval',
+      'run',
+      '--no-serve',
+      '-i',
+      'in.jsonl',
+      '-o',
+      'r.jsonl',
+      `++head_server.port=${head.port}`,
+      ...extra,
+    ],
   };
 }
 
 describe('agent reachability (D20)', () => {
   test('an agent refusing connections is waited for and the undelivered rollouts are re-sent: no failure row', async () => {
     const rig = await rigWithAbsentAgent();
-    writeJsonl(path.join(rig.dir, 'in.jsonl'), [row(0, 'live_agent'), row(1, 'absent_agent'), row(2, 'absent_agent'), row(3, 'live_agent')]);
-    const gym = spawnGym(rig.args(['+num_samples_in_parallel=2', '++agent_unreachable_wait_secs=30']), { cwd: rig.dir });
-    await eventually(() => /waiting for agent 'absent_agent' up to 30s \(agent_unreachable_wait_secs\)/.test(gym.stderr()), { what: 'the waiting line', timeoutMs: 20_000 });
+    writeJsonl(path.join(rig.dir, 'in.jsonl'), [
+      row(0, 'live_agent'),
+      row(1, 'absent_agent'),
+      row(2, 'absent_agent'),
+      row(3, 'live_agent'),
+    ]);
+    const gym = spawnGym(rig.args(['+num_samples_in_parallel=2', '++agent_unreachable_wait_secs=30']), {
+      cwd: rig.dir,
+    });
+    await eventually(
+      () => /waiting for agent 'absent_agent' up to 30s \(agent_unreachable_wait_secs\)/.test(gym.stderr()),
+      { what: 'the waiting line', timeoutMs: 20_000 },
+    );
     const back = await startFakeAgent('absent_agent', ok, { port: rig.port });
     open.push(back);
     const res = await gym.result;
@@ -48,21 +72,38 @@ describe('agent reachability (D20)', () => {
     assert.deepEqual(keysOf(readJsonl(path.join(rig.dir, 'r.jsonl'))), ['0:0', '1:0', '2:0', '3:0']);
     assert.deepEqual(readJsonl(path.join(rig.dir, 'r_failures.jsonl')), []);
     assert.equal(back.runs.length, 2, 'each undelivered rollout is delivered exactly once');
-    assert.ok(back.runs.every((run) => run._ng_attempt_index === undefined), 'a re-send is not a new attempt');
+    assert.ok(
+      back.runs.every((run) => run._ng_attempt_index === undefined),
+      'a re-send is not a new attempt',
+    );
   });
 
   test('an agent that does not come back stops dispatch, exits 1 with the counts and the resume command; resume finishes', async () => {
     const rig = await rigWithAbsentAgent();
-    const rows = [row(0, 'live_agent'), row(1, 'absent_agent'), row(2, 'live_agent'), row(3, 'live_agent'), row(4, 'live_agent')];
+    const rows = [
+      row(0, 'live_agent'),
+      row(1, 'absent_agent'),
+      row(2, 'live_agent'),
+      row(3, 'live_agent'),
+      row(4, 'live_agent'),
+    ];
     writeJsonl(path.join(rig.dir, 'in.jsonl'), rows);
     const started = Date.now();
-    const res = await runGym(rig.args(['+num_samples_in_parallel=1', '++agent_unreachable_wait_secs=0.5']), { cwd: rig.dir });
+    const res = await runGym(rig.args(['+num_samples_in_parallel=1', '++agent_unreachable_wait_secs=0.5']), {
+      cwd: rig.dir,
+    });
     assert.equal(res.code, 1, res.stdout + res.stderr);
     assert.ok(Date.now() - started < 15_000);
     assert.match(res.stderr, /waiting for agent 'absent_agent' up to 0\.5s/);
     assert.match(res.stderr, /Giving up on agent 'absent_agent' at http:\/\/127\.0\.0\.1:\d+ could not be reached/);
-    assert.match(res.stderr, /1 rollout\(s\) completed, 0 failed, 4 not run \(never delivered, so they spend no attempt\) of 5/);
-    assert.match(res.stderr, /resume with: gym eval run --no-serve -i in\.jsonl -o r\.jsonl .*\+resume_from_cache=true/);
+    assert.match(
+      res.stderr,
+      /1 rollout\(s\) completed, 0 failed, 4 not run \(never delivered, so they spend no attempt\) of 5/,
+    );
+    assert.match(
+      res.stderr,
+      /resume with: gym eval run --no-serve -i in\.jsonl -o r\.jsonl .*\+resume_from_cache=true/,
+    );
     // Row 0 finished before the outage; nothing else was sent, and nothing became a failure row.
     assert.deepEqual(keysOf(readJsonl(path.join(rig.dir, 'r.jsonl'))), ['0:0']);
     assert.deepEqual(readJsonl(path.join(rig.dir, 'r_failures.jsonl')), []);

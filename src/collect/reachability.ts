@@ -76,7 +76,9 @@ export class AgentReachability {
     this.outages.delete(agent);
     const seconds = ((Date.now() - since) / 1000).toFixed(1);
     if (back) {
-      this.options.warn(`Agent '${agent}' is reachable again after ${seconds}s; re-sending the rollouts that waited for it.`);
+      this.options.warn(
+        `Agent '${agent}' is reachable again after ${seconds}s; re-sending the rollouts that waited for it.`,
+      );
     } else if (!signal?.aborted) {
       const why = `agent '${agent}' at ${url} could not be reached for ${seconds}s (agent_unreachable_wait_secs=${waitMs / 1000})`;
       this.givenUp.set(agent, why);

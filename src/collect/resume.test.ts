@@ -6,9 +6,24 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeRunHandler } from '../testing/fake-agent.js';
+import {
+  fakeReply,
+  startFakeAgent,
+  startFakeHead,
+  type FakeAgent,
+  type FakeRunHandler,
+} from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
-import { keysOf, lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import {
+  keysOf,
+  lineCount,
+  readJsonl,
+  runGym,
+  spawnGym,
+  tempDir,
+  writeJsonl,
+  type GymResult,
+} from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -30,13 +45,25 @@ async function rig(handler: FakeRunHandler, rows: Row[]): Promise<Rig> {
   open.push(agent, head);
   const dir = tempDir();
   writeJsonl(path.join(dir, 'in.jsonl'), rows);
-  const args = ['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `++head_server.port=${head.port}`];
+  const args = [
+    'eval',
+    'run',
+    '--no-serve',
+    '-a',
+    'my_agent',
+    '-i',
+    'in.jsonl',
+    '-o',
+    'r.jsonl',
+    `++head_server.port=${head.port}`,
+  ];
   return {
     agent,
     dir,
     args,
     file: (name) => path.join(dir, name),
-    gym: (extra = [], env) => runGym([...args, ...extra], { cwd: dir, env: { NEMO_GYM_MAX_ROLLOUT_ATTEMPTS: undefined, ...env } }),
+    gym: (extra = [], env) =>
+      runGym([...args, ...extra], { cwd: dir, env: { NEMO_GYM_MAX_ROLLOUT_ATTEMPTS: undefined, ...env } }),
   };
 }
 
@@ -67,7 +94,10 @@ test('resume retries a flaky rollout, never a terminal one, up to the attempt ca
     [0, 1],
     [2, 1],
   ]);
-  assert.match(first.stdout, /- 4 original input rows\n- 1 rows already done \(in main jsonl\)\n- 3 prior failure attempts \(3 unique tasks\) in sidecar\n- 1 sidecar-terminal .* not retried\n- 0 hit max_attempts=2 → not retried\n- 2 rows that still need to be run/);
+  assert.match(
+    first.stdout,
+    /- 4 original input rows\n- 1 rows already done \(in main jsonl\)\n- 3 prior failure attempts \(3 unique tasks\) in sidecar\n- 1 sidecar-terminal .* not retried\n- 0 hit max_attempts=2 → not retried\n- 2 rows that still need to be run/,
+  );
   // Task 2 failed its 2nd attempt: at the cap, so nothing is offered for retry (it used to say "1 rollouts can still be retried").
   assert.match(first.stdout, /1 failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=2; resume will not retry them/);
   assert.doesNotMatch(first.stdout, /can still be retried/);
@@ -82,13 +112,22 @@ test('resume retries a flaky rollout, never a terminal one, up to the attempt ca
   assert.match(capped.stdout, /Nothing left to run/);
   assert.doesNotMatch(capped.stdout, /can still be retried/);
   assert.match(capped.stdout, /1 failed rollouts reached NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=2/);
-  assert.match(capped.stdout, /4 tasks, 4 rollouts expected: 2 completed, 2 failed \(1 retryable, 1 terminal\), 0 missing/);
+  assert.match(
+    capped.stdout,
+    /4 tasks, 4 rollouts expected: 2 completed, 2 failed \(1 retryable, 1 terminal\), 0 missing/,
+  );
 
   // An unparsable cap warns and falls back to 3, so task 2 gets a third attempt.
   const fallback = await r.gym(['--resume'], { NEMO_GYM_MAX_ROLLOUT_ATTEMPTS: 'lots' });
   assert.equal(fallback.code, 0);
-  assert.match(fallback.stderr, /WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='lots' \(.*\); falling back to default 3\./);
-  assert.deepEqual(r.agent.runs.slice(6).map((run) => [run.x, run._ng_attempt_index]), [[2, 2]]);
+  assert.match(
+    fallback.stderr,
+    /WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='lots' \(.*\); falling back to default 3\./,
+  );
+  assert.deepEqual(
+    r.agent.runs.slice(6).map((run) => [run.x, run._ng_attempt_index]),
+    [[2, 2]],
+  );
   assert.equal(lineCount(r.file('r_failures.jsonl')), 5, 'one line per failed attempt');
   assert.deepEqual(keysOf(readJsonl(r.file('r.jsonl'))), ['0:0', '3:0']);
 });
@@ -98,13 +137,19 @@ test('resume refuses when the inputs or the request-shaping config changed, nami
   assert.equal((await r.gym()).code, 0);
   const changedConfig = await r.gym(['--resume', '--temperature', '0.7']);
   assert.equal(changedConfig.code, 1);
-  assert.match(changedConfig.stderr, /Cannot resume: .*first at task 0 rollout 0 .*responses_create_params\.temperature is 0\.7 now but absent in the stored file/);
+  assert.match(
+    changedConfig.stderr,
+    /Cannot resume: .*first at task 0 rollout 0 .*responses_create_params\.temperature is 0\.7 now but absent in the stored file/,
+  );
   assert.match(changedConfig.stderr, /\+\+overwrite=true/);
 
   writeJsonl(r.file('in.jsonl'), [row(0), { ...row(1), x: 41 }, row(2)]);
   const changedInput = await r.gym(['--resume']);
   assert.equal(changedInput.code, 1);
-  assert.match(changedInput.stderr, /first at task 1 rollout 0 \(input line 2, stored line 2\): x is 41 now but 1 in the stored file/);
+  assert.match(
+    changedInput.stderr,
+    /first at task 1 rollout 0 \(input line 2, stored line 2\): x is 41 now but 1 in the stored file/,
+  );
   assert.equal(r.agent.runs.length, 3, 'nothing was dispatched');
 
   writeJsonl(r.file('in.jsonl'), [row(0), row(1), row(2)]);
@@ -119,17 +164,25 @@ test('resume without the previous files says so and runs fresh (case 67)', async
   const res = await r.gym(['--resume']);
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stdout, /Skipping resume_from_cache because output_fpath r\.jsonl doesn't exist!/);
-  assert.match(res.stdout, /Skipping resume_from_cache because materialized_jsonl_fpath r_materialized_inputs\.jsonl doesn't exist!/);
+  assert.match(
+    res.stdout,
+    /Skipping resume_from_cache because materialized_jsonl_fpath r_materialized_inputs\.jsonl doesn't exist!/,
+  );
   assert.equal(readJsonl(r.file('r.jsonl')).length, 1);
 });
 
 test('a collector killed with SIGKILL mid-run, then resumed, ends with every key exactly once (D10)', async () => {
   let holdSlowRows = true;
   const rows = Array.from({ length: 20 }, (_, x) => row(x));
-  const r = await rig((input) => ((input.x as number) >= 12 && holdSlowRows ? fakeReply.hang() : fakeReply.success(input)), rows);
+  const r = await rig(
+    (input) => ((input.x as number) >= 12 && holdSlowRows ? fakeReply.hang() : fakeReply.success(input)),
+    rows,
+  );
   const running = spawnGym([...r.args, '--concurrency', '20', '--num-repeats', '2'], { cwd: r.dir });
   // The fast rows' 24 rollouts land on disk while the slow rows' 16 are in flight: kill now.
-  await eventually(() => lineCount(r.file('r.jsonl')) >= 24 && r.agent.runs.length >= 40, { what: '24 finished rollouts and 40 dispatched' });
+  await eventually(() => lineCount(r.file('r.jsonl')) >= 24 && r.agent.runs.length >= 40, {
+    what: '24 finished rollouts and 40 dispatched',
+  });
   running.child.kill('SIGKILL');
   const killed = await running.result;
   assert.equal(killed.signal, 'SIGKILL');
@@ -148,7 +201,10 @@ test('a collector killed with SIGKILL mid-run, then resumed, ends with every key
 
 test('a torn last line in the rollouts file or the sidecar is ignored and cut off before appending', async () => {
   let fail = true;
-  const r = await rig((input) => (input.x === 2 && fail ? fakeReply.failure(input, 'flaky') : fakeReply.success(input)), [row(0), row(1), row(2)]);
+  const r = await rig(
+    (input) => (input.x === 2 && fail ? fakeReply.failure(input, 'flaky') : fakeReply.success(input)),
+    [row(0), row(1), row(2)],
+  );
   assert.equal((await r.gym()).code, 0);
   const lines = readFileSync(r.file('r.jsonl'), 'utf8').split('\n').filter(Boolean);
   const tornRow = JSON.parse(lines.at(-1)!) as Row;
@@ -163,12 +219,18 @@ test('a torn last line in the rollouts file or the sidecar is ignored and cut of
   assert.match(resumed.stderr, /Ignoring the torn last line of r_failures\.jsonl \(line 2/);
   assert.match(resumed.stdout, /- 1 prior failure attempts \(1 unique tasks\) in sidecar/);
   const rerun = r.agent.runs.slice(3).map((run) => [run.x, run._ng_attempt_index ?? 0]);
-  assert.deepEqual(rerun.sort(), [
-    [tornRow.x, 0],
-    [2, 1],
-  ].sort());
+  assert.deepEqual(
+    rerun.sort(),
+    [
+      [tornRow.x, 0],
+      [2, 1],
+    ].sort(),
+  );
   const text = readFileSync(r.file('r.jsonl'), 'utf8');
-  const final = text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Row);
+  const final = text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Row);
   assert.deepEqual(keysOf(final), ['0:0', '1:0', '2:0']);
   assert.equal(lineCount(r.file('r_failures.jsonl')), 1);
   for (const line of readFileSync(r.file('r_failures.jsonl'), 'utf8').split('\n').filter(Boolean)) JSON.parse(line);

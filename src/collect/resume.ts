@@ -36,7 +36,10 @@ export function attemptsOf(state: number | undefined): number {
 }
 
 /** The key's outcome so far, and whether resume runs it again. */
-export function resumeStatus(state: number | undefined, maxAttempts: number): { outcome: Outcome; run: boolean; attempts: number } {
+export function resumeStatus(
+  state: number | undefined,
+  maxAttempts: number,
+): { outcome: Outcome; run: boolean; attempts: number } {
   const attempts = attemptsOf(state);
   const s = state ?? 0;
   if (s & DONE) return { outcome: 'completed', run: false, attempts };
@@ -133,10 +136,20 @@ export async function planResume(
       const rollout = derived.row._ng_rollout_index as number;
       const where = `task ${task} rollout ${rollout} (input line ${derived.lineNo}`;
       if (next.done) {
-        throw identityError(config, paths, `${where}) is not in the stored file, which has only ${plan.originalRows} rows`);
+        throw identityError(
+          config,
+          paths,
+          `${where}) is not in the stored file, which has only ${plan.originalRows} rows`,
+        );
       }
       const parsed = parseLine(next.value.bytes);
-      if (!parsed.ok) throw malformedLine(paths.materializedInputs, next.value.lineNo, parsed.reason, 'start over with ++overwrite=true');
+      if (!parsed.ok)
+        throw malformedLine(
+          paths.materializedInputs,
+          next.value.lineNo,
+          parsed.reason,
+          'start over with ++overwrite=true',
+        );
       const diff = firstDifference(derived.row, parsed.value);
       if (diff !== undefined) {
         throw identityError(
@@ -157,7 +170,11 @@ export async function planResume(
     }
     const extra = await stored.next();
     if (!extra.done) {
-      throw identityError(config, paths, `the input now yields ${plan.originalRows} rows but the stored file has more (line ${extra.value.lineNo} onwards)`);
+      throw identityError(
+        config,
+        paths,
+        `the input now yields ${plan.originalRows} rows but the stored file has more (line ${extra.value.lineNo} onwards)`,
+      );
     }
   } finally {
     await stored.return?.(undefined);

@@ -21,7 +21,13 @@ export const INVALID_ROW = 'invalid_row';
 
 const EXCERPT_CHARS = 500;
 /** Routing flags a stale input row may carry; a result carries only the ones set for it. */
-const ROUTING_KEYS = ['_ng_failure_class', '_ng_failure_terminal', '_ng_no_persist', '_ng_failure_judge_error', 'error'];
+const ROUTING_KEYS = [
+  '_ng_failure_class',
+  '_ng_failure_terminal',
+  '_ng_no_persist',
+  '_ng_failure_judge_error',
+  'error',
+];
 
 export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
   const out: Row = { ...row };
@@ -81,7 +87,8 @@ function excerpt(text: string): string {
 
 function transportProblem(err: unknown, agent: string, url: string, timeoutMs: number): string {
   if (err instanceof HttpTransportError) {
-    if (err.kind === 'timeout') return `/run on agent '${agent}' timed out after ${timeoutMs / 1000}s (run_request_timeout_secs)`;
+    if (err.kind === 'timeout')
+      return `/run on agent '${agent}' timed out after ${timeoutMs / 1000}s (run_request_timeout_secs)`;
     if (err.kind === 'connect') {
       return `the connection to agent '${agent}' at ${url} was lost after the rollout was sent (${err.message}); the agent may have crashed mid-rollout`;
     }
@@ -96,7 +103,11 @@ function transportProblem(err: unknown, agent: string, url: string, timeoutMs: n
  * comes back `undeliveredResult()` (no row, no attempt spent) if the agent is given up (D20). A connection lost after
  * the request went out is a delivered call: the agent may have been running it, so it is a retryable failure row.
  */
-export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number, reachability: AgentReachability): RolloutExecutor {
+export function httpAgentExecutor(
+  agents: AgentDirectory,
+  timeoutMs: number,
+  reachability: AgentReachability,
+): RolloutExecutor {
   return async (job) => {
     const url = `${agents.urlOf(job.agent)}/run`;
     const fail = (problem: string): Row => failureRow(JSON.parse(job.body) as Row, COLLECTOR_ERROR, problem, false);
@@ -127,10 +138,14 @@ export function httpAgentExecutor(agents: AgentDirectory, timeoutMs: number, rea
     try {
       body = res.json();
     } catch (err) {
-      return fail(`/run on agent '${job.agent}' answered with a body that is not valid JSON (${(err as Error).message}): ${excerpt(res.text())}`);
+      return fail(
+        `/run on agent '${job.agent}' answered with a body that is not valid JSON (${(err as Error).message}): ${excerpt(res.text())}`,
+      );
     }
     if (!isPlainObject(body)) {
-      return fail(`expected a JSON object from /run on agent '${job.agent}', got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}`);
+      return fail(
+        `expected a JSON object from /run on agent '${job.agent}', got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}`,
+      );
     }
     return body;
   };

@@ -18,18 +18,44 @@ before(async () => {
     const rollout = row._ng_rollout_index as number;
     if (task === 4 && rollout === 1) return fakeReply.failure(row, 'flaky');
     const reward = (task + rollout) % 3 === 0 ? 1 : 0;
-    return fakeReply.success(row, reward, { response: fakeResponse({ input_tokens: 10 + task, output_tokens: 5 + rollout, total_tokens: 15 + task + rollout }) });
+    return fakeReply.success(row, reward, {
+      response: fakeResponse({
+        input_tokens: 10 + task,
+        output_tokens: 5 + rollout,
+        total_tokens: 15 + task + rollout,
+      }),
+    });
   });
   head = await startFakeHead([agent]);
   open.push(agent, head);
   dir = tempDir('tsgym-shards-');
   // Globally stable task indices, pre-stamped, so each shard numbers its tasks like the whole would.
-  const rows = Array.from({ length: 6 }, (_, task) => ({ responses_create_params: { input: `task ${task}` }, _ng_task_index: task }));
+  const rows = Array.from({ length: 6 }, (_, task) => ({
+    responses_create_params: { input: `task ${task}` },
+    _ng_task_index: task,
+  }));
   writeJsonl(file('all.jsonl'), rows);
   writeJsonl(file('s0.jsonl'), rows.slice(0, 3));
   writeJsonl(file('s1.jsonl'), rows.slice(3));
   const collect = async (input: string, output: string, extra: string[] = []): Promise<void> => {
-    const res = await runGym(['eval', 'run', '--no-serve', '-a', 'my_agent', '-i', input, '-o', output, '--num-repeats', '2', ...extra, `++head_server.port=${head.port}`], { cwd: dir });
+    const res = await runGym(
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        '-a',
+        'my_agent',
+        '-i',
+        input,
+        '-o',
+        output,
+        '--num-repeats',
+        '2',
+        ...extra,
+        `++head_server.port=${head.port}`,
+      ],
+      { cwd: dir },
+    );
     assert.equal(res.code, 0, res.stderr);
   };
   await collect('all.jsonl', 'single/r.jsonl');
@@ -44,10 +70,24 @@ after(async () => {
 const metricsOf = (name: string): unknown => JSON.parse(readFileSync(file(name), 'utf8'));
 
 test('two shards merged and aggregated through the agents equal the single run', async () => {
-  const res = await runGym(['eval', 'aggregate', '--input-glob', 'shards/a-*.jsonl', '-o', 'merged/m.jsonl', `++head_server.port=${head.port}`], { cwd: dir });
+  const res = await runGym(
+    [
+      'eval',
+      'aggregate',
+      '--input-glob',
+      'shards/a-*.jsonl',
+      '-o',
+      'merged/m.jsonl',
+      `++head_server.port=${head.port}`,
+    ],
+    { cwd: dir },
+  );
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stderr, /Skipping shards\/a-0_failures\.jsonl: it is a sidecar or materialized-inputs file/);
-  assert.match(res.stdout, /Finished rollout aggregation! View results at:\nMerged rollouts: merged\/m\.jsonl\nAggregate metrics: merged\/m_aggregate_metrics\.json/);
+  assert.match(
+    res.stdout,
+    /Finished rollout aggregation! View results at:\nMerged rollouts: merged\/m\.jsonl\nAggregate metrics: merged\/m_aggregate_metrics\.json/,
+  );
 
   const merged = readJsonl(file('merged/m.jsonl'));
   const single = readJsonl(file('single/r.jsonl'));
@@ -60,14 +100,28 @@ test('two shards merged and aggregated through the agents equal the single run',
   assert.deepEqual(metricsOf('merged/m_aggregate_metrics.json'), singleMetrics);
   // The counts come from the shards' sidecars and materialized inputs, so the failure is still counted.
   assert.deepEqual((singleMetrics[0]!.rollout_counts as Row).failed_retryable_rollouts, 1);
-  assert.match(res.stdout, /6 tasks, 12 rollouts expected: 11 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/);
+  assert.match(
+    res.stdout,
+    /6 tasks, 12 rollouts expected: 11 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/,
+  );
 });
 
 test('without a head server the metrics are computed locally, with the same numbers', async () => {
   const down = await startFakeHead([]);
   const port = down.port;
   await down.close();
-  const res = await runGym(['eval', 'aggregate', '-i', 'shards/a-0.jsonl, shards/a-1.jsonl', '-o', 'local/m.jsonl', `++head_server.port=${port}`], { cwd: dir });
+  const res = await runGym(
+    [
+      'eval',
+      'aggregate',
+      '-i',
+      'shards/a-0.jsonl, shards/a-1.jsonl',
+      '-o',
+      'local/m.jsonl',
+      `++head_server.port=${port}`,
+    ],
+    { cwd: dir },
+  );
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stdout, /is not reachable; computing aggregate metrics locally/);
   assert.deepEqual(metricsOf('local/m_aggregate_metrics.json'), metricsOf('single/r_aggregate_metrics.json'));
@@ -77,14 +131,23 @@ test('overlapping shards are refused, naming both places', async () => {
   mkdirSync(file('overlap'), { recursive: true });
   copyFileSync(file('shards/a-0.jsonl'), file('overlap/x.jsonl'));
   copyFileSync(file('shards/a-0.jsonl'), file('overlap/y.jsonl'));
-  const res = await runGym(['eval', 'aggregate', '-i', 'overlap/*.jsonl', '-o', 'overlap-merged.jsonl', `++head_server.port=${head.port}`], { cwd: dir });
+  const res = await runGym(
+    ['eval', 'aggregate', '-i', 'overlap/*.jsonl', '-o', 'overlap-merged.jsonl', `++head_server.port=${head.port}`],
+    { cwd: dir },
+  );
   assert.equal(res.code, 1);
   assert.match(res.stderr, /Rollout key \(\d+, \d\) appears twice: overlap\/x\.jsonl:\d+ and overlap\/y\.jsonl:\d+/);
-  const none = await runGym(['eval', 'aggregate', '-i', 'nothing-*.jsonl', '-o', 'n.jsonl', `++head_server.port=${head.port}`], { cwd: dir });
+  const none = await runGym(
+    ['eval', 'aggregate', '-i', 'nothing-*.jsonl', '-o', 'n.jsonl', `++head_server.port=${head.port}`],
+    { cwd: dir },
+  );
   assert.equal(none.code, 1);
   assert.match(none.stderr, /No shards matched input_glob='nothing-\*\.jsonl'/);
   mkdirSync(file('merged-dir'), { recursive: true });
-  const intoDirectory = await runGym(['eval', 'aggregate', '-i', 'shards/a-0.jsonl', '-o', 'merged-dir', `++head_server.port=${head.port}`], { cwd: dir });
+  const intoDirectory = await runGym(
+    ['eval', 'aggregate', '-i', 'shards/a-0.jsonl', '-o', 'merged-dir', `++head_server.port=${head.port}`],
+    { cwd: dir },
+  );
   assert.equal(intoDirectory.code, 1);
   assert.match(intoDirectory.stderr, /^Error: Output 'merged-dir' \(--output\) is a directory; name a file in it/m);
   assert.doesNotMatch(intoDirectory.stderr, /EISDIR|unexpected/);

@@ -7,7 +7,13 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
-import { AggregationInput, aggregateAgents, localMetricsSource, writeAggregateFile, type MetricsSource } from './aggregate.js';
+import {
+  AggregationInput,
+  aggregateAgents,
+  localMetricsSource,
+  writeAggregateFile,
+  type MetricsSource,
+} from './aggregate.js';
 import { expandGlob } from './glob.js';
 import { BatchedFileWriter, scanRowsFile } from '../runfiles/jsonl.js';
 import { isRolloutKey } from '../runfiles/key-tables.js';
@@ -38,7 +44,10 @@ export function matchShards(inputGlob: string, outputPath: string, warn: (line: 
   const output = path.resolve(outputPath);
   const files: string[] = [];
   const seen = new Set<string>();
-  for (const pattern of inputGlob.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const pattern of inputGlob
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     for (const file of expandGlob(pattern)) {
       const resolved = path.resolve(file);
       if (seen.has(resolved) || !statSync(file).isFile()) continue;
@@ -81,11 +90,18 @@ export async function aggregateShards(options: AggregateShardsOptions): Promise<
           'GYM_AGGREGATE_KEY',
         );
       }
-      records.push({ task, rollout: rollout as number, text: line.bytes.toString('utf8'), file: shard, lineNo: line.lineNo });
+      records.push({
+        task,
+        rollout: rollout as number,
+        text: line.bytes.toString('utf8'),
+        file: shard,
+        lineNo: line.lineNo,
+      });
       input.add(agentNameOfRow(row), row);
       ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
     });
-    if (scan.torn) warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
+    if (scan.torn)
+      warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
     const sidecar = failuresPathFor(shard);
     if (existsSync(sidecar)) {
       await scanRowsFile(sidecar, (row: Row) => {

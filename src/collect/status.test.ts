@@ -43,24 +43,50 @@ test('gym eval run keeps <stem>_status.json current: stages from the remote agen
   await eventually(
     () => {
       seen = readStatus(run.statusPath);
-      return seen?.in_flight.some((entry) => entry.task_index === 0 && entry.stage === 'calling_service' && entry.stalled === true) === true;
+      return (
+        seen?.in_flight.some(
+          (entry) => entry.task_index === 0 && entry.stage === 'calling_service' && entry.stalled === true,
+        ) === true
+      );
     },
     { what: 'task 0 reported at calling_service and stalled', timeoutMs: 20_000 },
   );
   const entry = seen!.in_flight.find((e) => e.task_index === 0)!;
-  assert.deepEqual(Object.keys(entry).sort(), ['agent', 'attempt', 'elapsed_s', 'rollout_index', 'since_progress_s', 'stage', 'stalled', 'step', 'task_index', 'tool'].sort());
+  assert.deepEqual(
+    Object.keys(entry).sort(),
+    [
+      'agent',
+      'attempt',
+      'elapsed_s',
+      'rollout_index',
+      'since_progress_s',
+      'stage',
+      'stalled',
+      'step',
+      'task_index',
+      'tool',
+    ].sort(),
+  );
   assert.equal(entry.agent, 'remote_agent');
   assert.equal(entry.rollout_index, 0);
   assert.equal(entry.attempt, 0);
   assert.equal(entry.step, 1);
-  assert.ok((entry.since_progress_s as number) > 0.5 && (entry.elapsed_s as number) >= (entry.since_progress_s as number));
+  assert.ok(
+    (entry.since_progress_s as number) > 0.5 && (entry.elapsed_s as number) >= (entry.since_progress_s as number),
+  );
   assert.equal(seen!.state, 'running');
   assert.equal(seen!.stall_warning_secs, 0.5);
   assert.equal(seen!.totals.total, 5);
   assert.ok((seen!.totals.stalled as number) >= 1);
-  await eventually(() => /stalled: task 0 rollout 0 \(calling_service step 1\)/.test(run.gym.stderr()), { what: 'the progress line naming the stalled rollout', timeoutMs: 20_000 });
+  await eventually(() => /stalled: task 0 rollout 0 \(calling_service step 1\)/.test(run.gym.stderr()), {
+    what: 'the progress line naming the stalled rollout',
+    timeoutMs: 20_000,
+  });
   // No temporary file is left beside it: each write is renamed into place.
-  assert.deepEqual(readdirSync(path.dirname(run.statusPath)).filter((name) => name.includes('.tmp-')), []);
+  assert.deepEqual(
+    readdirSync(path.dirname(run.statusPath)).filter((name) => name.includes('.tmp-')),
+    [],
+  );
 
   run.release();
   const result = await run.gym.result;
@@ -104,8 +130,17 @@ test('a status file that cannot be written costs one warning, not the run', asyn
     const result = await runGym(counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), { cwd: dir });
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     assert.equal(readJsonl(path.join(dir, 'out', 'rollouts.jsonl')).length, 5);
-    assert.equal(result.stderr.match(/WARNING: cannot write the status file .*rollouts_status\.json \(.*\); the run goes on without it\./g)?.length, 1, result.stderr);
-    assert.deepEqual(readdirSync(path.join(dir, 'out')).filter((name) => name.includes('.tmp-')), []);
+    assert.equal(
+      result.stderr.match(
+        /WARNING: cannot write the status file .*rollouts_status\.json \(.*\); the run goes on without it\./g,
+      )?.length,
+      1,
+      result.stderr,
+    );
+    assert.deepEqual(
+      readdirSync(path.join(dir, 'out')).filter((name) => name.includes('.tmp-')),
+      [],
+    );
   } finally {
     await service.close();
   }
@@ -115,8 +150,19 @@ test('the board: reports move entries, stalls follow the reporter clock, the his
   let now = 1_000_000;
   const file = path.join(tempDir('tsgym-status-'), 'run_status.json');
   const stalled: string[][] = [];
-  const board = new RunStatusBoard({ file, total: 1000, stallWarningSecs: 10, now: () => now, onStalled: (labels) => stalled.push(labels) });
-  const job = (task: number) => ({ task, rollout: 0, agent: 'a', identity: { _ng_attempt_index: task === 1 ? 2 : undefined } });
+  const board = new RunStatusBoard({
+    file,
+    total: 1000,
+    stallWarningSecs: 10,
+    now: () => now,
+    onStalled: (labels) => stalled.push(labels),
+  });
+  const job = (task: number) => ({
+    task,
+    rollout: 0,
+    agent: 'a',
+    identity: { _ng_attempt_index: task === 1 ? 2 : undefined },
+  });
   board.track(job(0));
   board.track(job(1));
   now += 30_000;
@@ -132,7 +178,10 @@ test('the board: reports move entries, stalls follow the reporter clock, the his
   });
   // Task 1 runs attempt 2; a report for its attempt 0, or from another agent, changes nothing.
   board.apply([report(0, 0, 2), report(1, 0, 0), { ...report(1, 2, 0), agent: 'b' }]);
-  const doc = board.snapshot('running') as { in_flight: Array<Record<string, unknown>>; totals: Record<string, unknown> };
+  const doc = board.snapshot('running') as {
+    in_flight: Array<Record<string, unknown>>;
+    totals: Record<string, unknown>;
+  };
   assert.deepEqual(
     doc.in_flight.map((e) => [e.task_index, e.attempt, e.stage, e.step, e.tool, e.since_progress_s, e.stalled]),
     [
@@ -142,11 +191,24 @@ test('the board: reports move entries, stalls follow the reporter clock, the his
   );
   assert.equal(doc.totals.stalled, 1);
   board.settle(job(0), { reward: 0.5, _ng_step_latency_secs: [0.1, 0.2] }, 'rollouts');
-  board.settle(job(1), { _ng_failure_class: 'remote_agent_error', _ng_failure_terminal: true, _ng_step_latency_secs: [0.3] }, 'failures');
+  board.settle(
+    job(1),
+    { _ng_failure_class: 'remote_agent_error', _ng_failure_terminal: true, _ng_step_latency_secs: [0.3] },
+    'failures',
+  );
   const latency = (board.snapshot('running') as Pick<Status, 'step_latency_secs'>).step_latency_secs;
   // Both results' lists count, successes' and failures' alike.
-  assert.deepEqual(latency.map((entry) => [entry.step, entry.count]), [[1, 2], [2, 1]]);
-  assert.ok(Math.abs(latency[1]!.p50 - 0.2) / 0.2 <= 0.05 && Math.abs(latency[0]!.p99 - 0.3) / 0.3 <= 0.05, JSON.stringify(latency));
+  assert.deepEqual(
+    latency.map((entry) => [entry.step, entry.count]),
+    [
+      [1, 2],
+      [2, 1],
+    ],
+  );
+  assert.ok(
+    Math.abs(latency[1]!.p50 - 0.2) / 0.2 <= 0.05 && Math.abs(latency[0]!.p99 - 0.3) / 0.3 <= 0.05,
+    JSON.stringify(latency),
+  );
   for (let i = 0; i < 1000; i++) {
     now += 1000;
     board.snapshot('running');
@@ -165,5 +227,8 @@ test('stall_warning_secs must be a positive number of seconds', () => {
   const base = { input_jsonl_fpath: 'in.jsonl', output_jsonl_fpath: 'out.jsonl' };
   assert.equal(parseCollectionConfig(base).stallWarningSecs, 120);
   assert.equal(parseCollectionConfig({ ...base, stall_warning_secs: 30 }).stallWarningSecs, 30);
-  assert.throws(() => parseCollectionConfig({ ...base, stall_warning_secs: 'soon' }), (err: unknown) => err instanceof ConfigError && /stall_warning_secs/.test(err.message));
+  assert.throws(
+    () => parseCollectionConfig({ ...base, stall_warning_secs: 'soon' }),
+    (err: unknown) => err instanceof ConfigError && /stall_warning_secs/.test(err.message),
+  );
 });

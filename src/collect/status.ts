@@ -73,7 +73,12 @@ export function agentStatusSource(agents: AgentDirectory): StageSource {
   const pollOne = async (agent: string, signal: AbortSignal): Promise<StageReport[]> => {
     const url = agents.urlOf(agent);
     if (url === undefined || silent.has(agent)) return [];
-    const res = await request(`${url}/status`, { method: 'GET', timeoutMs: 1000, maxBodyBytes: STATUS_BODY_BYTES, signal });
+    const res = await request(`${url}/status`, {
+      method: 'GET',
+      timeoutMs: 1000,
+      maxBodyBytes: STATUS_BODY_BYTES,
+      signal,
+    });
     if (res.status === 404 || res.status === 405) silent.add(agent);
     if (res.status !== 200) return [];
     const body = res.json();
@@ -135,7 +140,8 @@ export interface StatusBoardOptions {
 /** History points kept at most; when full, every other point is dropped and the spacing doubles. */
 const MAX_HISTORY = 240;
 
-const keyOf = (task: unknown, rollout: unknown, attempt: number): string => `${String(task)}\u0000${String(rollout)}\u0000${attempt}`;
+const keyOf = (task: unknown, rollout: unknown, attempt: number): string =>
+  `${String(task)}\u0000${String(rollout)}\u0000${attempt}`;
 
 export class RunStatusBoard {
   private readonly inFlight = new Map<string, InFlight>();
@@ -246,7 +252,12 @@ export class RunStatusBoard {
     const labels: string[] = [];
     for (const entry of this.inFlight.values()) {
       if (at - entry.progressAt <= limitMs) continue;
-      const where = entry.stage === 'running_tool' ? `running_tool ${entry.tool ?? ''}` : entry.stage === 'calling_service' ? `calling_service step ${entry.step}` : entry.stage;
+      const where =
+        entry.stage === 'running_tool'
+          ? `running_tool ${entry.tool ?? ''}`
+          : entry.stage === 'calling_service'
+            ? `calling_service step ${entry.step}`
+            : entry.stage;
       // No duration in the label: it changes only when the set of stalls or their stages do.
       labels.push(`task ${entry.task} rollout ${entry.rollout} (${where.trim()})`);
     }
@@ -280,7 +291,10 @@ export class RunStatusBoard {
     const remaining = Math.max(0, this.options.total - this.done);
     const failed = Object.values(this.failedByClass).reduce((sum, n) => sum + n, 0);
     const limitMs = this.options.stallWarningSecs * 1000;
-    const inFlight = [...this.inFlight.values()].map((entry) => ({ ...inFlightEntry(entry, at), stalled: at - entry.progressAt > limitMs }));
+    const inFlight = [...this.inFlight.values()].map((entry) => ({
+      ...inFlightEntry(entry, at),
+      stalled: at - entry.progressAt > limitMs,
+    }));
     return {
       version: 1,
       state,
@@ -316,7 +330,10 @@ export class RunStatusBoard {
       writeFileSync(temporary, `${JSON.stringify(document, null, 1)}\n`);
       renameSync(temporary, this.options.file);
     } catch (err) {
-      if (!this.warned) this.options.warn?.(`WARNING: cannot write the status file ${this.options.file} (${(err as Error).message}); the run goes on without it.`);
+      if (!this.warned)
+        this.options.warn?.(
+          `WARNING: cannot write the status file ${this.options.file} (${(err as Error).message}); the run goes on without it.`,
+        );
       this.warned = true;
       rmSync(temporary, { force: true });
     }

@@ -47,24 +47,41 @@ function portSetting(config: PlainObject, path: string[], fallback: number, sour
   if (!value) return fallback;
   const port = asPort(value);
   if (port === undefined) {
-    throw new ConfigError(`Config value '${path.join('.')}'${sources.at(path)} must be an integer port between 1 and 65535, got ${JSON.stringify(value)}. Fix it, or remove it to use the default ${fallback}.`, 'GYM_CONFIG_PORT');
+    throw new ConfigError(
+      `Config value '${path.join('.')}'${sources.at(path)} must be an integer port between 1 and 65535, got ${JSON.stringify(value)}. Fix it, or remove it to use the default ${fallback}.`,
+      'GYM_CONFIG_PORT',
+    );
   }
   return port;
 }
 
-export async function assignAddresses(config: PlainObject, instances: readonly InstanceShape[], options: AddressOptions): Promise<void> {
+export async function assignAddresses(
+  config: PlainObject,
+  instances: readonly InstanceShape[],
+  options: AddressOptions,
+): Promise<void> {
   const { sources } = options;
   config.use_absolute_ip ??= false;
   const defaultHost =
-    config.use_absolute_ip === true ? await machineAddress() : typeof config.default_host === 'string' && config.default_host !== '' ? config.default_host : DEFAULT_HOST;
+    config.use_absolute_ip === true
+      ? await machineAddress()
+      : typeof config.default_host === 'string' && config.default_host !== ''
+        ? config.default_host
+        : DEFAULT_HOST;
 
   const head = config.head_server ?? {};
   if (!isPlainObject(head)) {
-    throw new ConfigError(`Config value 'head_server'${sources.at(['head_server'])} must be a mapping {host, port}, got ${JSON.stringify(head)}. For example ++head_server.host=127.0.0.1 ++head_server.port=11000.`, 'GYM_CONFIG_PORT');
+    throw new ConfigError(
+      `Config value 'head_server'${sources.at(['head_server'])} must be a mapping {host, port}, got ${JSON.stringify(head)}. For example ++head_server.host=127.0.0.1 ++head_server.port=11000.`,
+      'GYM_CONFIG_PORT',
+    );
   }
   if (!head.host) head.host = defaultHost;
   if (typeof head.host !== 'string') {
-    throw new ConfigError(`Config value 'head_server.host'${sources.at(['head_server', 'host'])} must be a host name or address, got ${JSON.stringify(head.host)}.`, 'GYM_CONFIG_HOST');
+    throw new ConfigError(
+      `Config value 'head_server.host'${sources.at(['head_server', 'host'])} must be a host name or address, got ${JSON.stringify(head.host)}.`,
+      'GYM_CONFIG_HOST',
+    );
   }
   config.head_server = head;
   head.port = portSetting(config, ['head_server', 'port'], DEFAULT_HEAD_PORT, sources);
@@ -72,14 +89,20 @@ export async function assignAddresses(config: PlainObject, instances: readonly I
   const low = portSetting(config, ['port_range_low'], DEFAULT_PORT_RANGE_LOW, sources);
   const high = portSetting(config, ['port_range_high'], DEFAULT_PORT_RANGE_HIGH, sources);
   if (low > high) {
-    throw new ConfigError(`port_range_low (${low}) is above port_range_high (${high}). Set port_range_low <= port_range_high.`, 'GYM_CONFIG_PORT');
+    throw new ConfigError(
+      `port_range_low (${low}) is above port_range_high (${high}). Set port_range_low <= port_range_high.`,
+      'GYM_CONFIG_PORT',
+    );
   }
   config.port_range_low = low;
   config.port_range_high = high;
 
   const listed = config.disallowed_ports ?? [];
   if (!Array.isArray(listed) || listed.some((port) => asPort(port) === undefined)) {
-    throw new ConfigError(`Config value 'disallowed_ports'${sources.at(['disallowed_ports'])} must be a list of ports (integers 1-65535), got ${JSON.stringify(listed)}.`, 'GYM_CONFIG_PORT');
+    throw new ConfigError(
+      `Config value 'disallowed_ports'${sources.at(['disallowed_ports'])} must be a list of ports (integers 1-65535), got ${JSON.stringify(listed)}.`,
+      'GYM_CONFIG_PORT',
+    );
   }
   const disallowed = new Set<number>([head.port as number, ...listed.map((port) => asPort(port)!)]);
 

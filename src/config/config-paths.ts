@@ -42,7 +42,10 @@ export function readYamlFile(file: string): ParsedYamlSource {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`Could not read config file '${file}': ${(err as Error).message}. Check that it is a readable file.`, 'GYM_CONFIG_PATH_UNREADABLE');
+    throw new ConfigError(
+      `Could not read config file '${file}': ${(err as Error).message}. Check that it is a readable file.`,
+      'GYM_CONFIG_PATH_UNREADABLE',
+    );
   }
   return parseYamlSource(text, file);
 }
@@ -67,7 +70,10 @@ export function expandConfigPaths(
   const topLevel: IncludeNode[] = [];
   const loaded = new Map<string, IncludeNode>();
   const discovered: string[] = [];
-  const queue: Array<{ entry: string; parent: IncludeNode | undefined }> = entries.map((entry) => ({ entry, parent: undefined }));
+  const queue: Array<{ entry: string; parent: IncludeNode | undefined }> = entries.map((entry) => ({
+    entry,
+    parent: undefined,
+  }));
 
   for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
     const { entry, parent } = next;

@@ -22,7 +22,8 @@ function lookup(root: unknown, path: readonly string[]): { found: boolean; value
   let node = root;
   for (const segment of path) {
     if (isPlainObject(node) && Object.hasOwn(node, segment)) node = node[segment];
-    else if (Array.isArray(node) && /^\d+$/.test(segment) && Number(segment) < node.length) node = node[Number(segment)];
+    else if (Array.isArray(node) && /^\d+$/.test(segment) && Number(segment) < node.length)
+      node = node[Number(segment)];
     else return { found: false };
   }
   return { found: true, value: node };
@@ -81,7 +82,10 @@ class DirectivePass {
       if (!match) return value;
       const directive = `\${${match[1]}:…}`;
       const source = match[2]!.trim();
-      return this.process(this.take(source, match[1] === 'inherit_from', path, directive, chain), path, [...chain, source]);
+      return this.process(this.take(source, match[1] === 'inherit_from', path, directive, chain), path, [
+        ...chain,
+        source,
+      ]);
     }
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) value[i] = this.process(value[i], [...path, i], chain);
@@ -136,7 +140,11 @@ class DirectivePass {
 
   private deleteKeys(raw: unknown, path: Path): string[] {
     if (raw === undefined || raw === null) return [];
-    if (typeof raw === 'string') return raw.split(',').map((key) => key.trim()).filter((key) => key !== '');
+    if (typeof raw === 'string')
+      return raw
+        .split(',')
+        .map((key) => key.trim())
+        .filter((key) => key !== '');
     if (Array.isArray(raw) && raw.every((key) => typeof key === 'string')) return raw.map((key) => key.trim());
     throw new ConfigError(
       `Config value '${formatPath([...path, '_delete_key'])}'${this.sources.at([...path, '_delete_key'])} must be a comma-separated string of keys, e.g. _delete_key: "datasets, port". Got ${JSON.stringify(raw)}.`,

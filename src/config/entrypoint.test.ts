@@ -20,15 +20,24 @@ describe('resolveServerDir', () => {
   test('the first root holding <serverType>/<impl>/ wins', () => {
     const first = tree(['resources_servers/counter/app.ts']);
     const second = tree(['resources_servers/counter/app.ts', 'resources_servers/other/app.ts']);
-    assert.equal(resolveServerDir('resources_servers', 'counter', [first, second]), path.join(first, 'resources_servers/counter'));
-    assert.equal(resolveServerDir('resources_servers', 'other', [first, second]), path.join(second, 'resources_servers/other'));
+    assert.equal(
+      resolveServerDir('resources_servers', 'counter', [first, second]),
+      path.join(first, 'resources_servers/counter'),
+    );
+    assert.equal(
+      resolveServerDir('resources_servers', 'other', [first, second]),
+      path.join(second, 'resources_servers/other'),
+    );
   });
 
   test('a missing directory lists where it looked', () => {
     const root = tree([]);
     assert.throws(
       () => resolveServerDir('responses_api_agents', 'nope', [root]),
-      (err: unknown) => err instanceof ConfigError && err.message.includes(path.join(root, 'responses_api_agents/nope')) && /--search-dir/.test(err.message),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.message.includes(path.join(root, 'responses_api_agents/nope')) &&
+        /--search-dir/.test(err.message),
     );
   });
 });
@@ -46,7 +55,10 @@ describe('resolveLaunch', () => {
 
   test('an app.ts whose twin is not built asks for a build', () => {
     const root = tree(['resources_servers/counter/app.ts']);
-    assert.throws(() => resolveLaunch(path.join(root, 'resources_servers/counter'), 'app.py', root), /compiled twin.*npm run build/);
+    assert.throws(
+      () => resolveLaunch(path.join(root, 'resources_servers/counter'), 'app.py', root),
+      /compiled twin.*npm run build/,
+    );
   });
 
   test('app.js runs directly, whether named or a sibling of the named app.py', () => {
@@ -83,7 +95,11 @@ describe('resolveLaunch', () => {
     const root = tree(['dist/x']);
     const outside = tree(['servers/py/app.py']);
     const dir = path.join(outside, 'servers/py');
-    assert.deepEqual(resolveLaunch(dir, 'app.py', root), { command: 'python3', args: [path.join(dir, 'app.py')], cwd: dir });
+    assert.deepEqual(resolveLaunch(dir, 'app.py', root), {
+      command: 'python3',
+      args: [path.join(dir, 'app.py')],
+      cwd: dir,
+    });
   });
 
   test('nothing found names the directory and every name tried', () => {
@@ -91,7 +107,8 @@ describe('resolveLaunch', () => {
     const dir = path.join(root, 'servers/empty');
     assert.throws(
       () => resolveLaunch(dir, 'app.py', root),
-      (err: unknown) => err instanceof ConfigError && err.message.includes(dir) && /Tried: app\.js, app\.ts, app\.py/.test(err.message),
+      (err: unknown) =>
+        err instanceof ConfigError && err.message.includes(dir) && /Tried: app\.js, app\.ts, app\.py/.test(err.message),
     );
   });
 });

@@ -103,7 +103,8 @@ function pythonString(value: unknown): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';
-  if (typeof value === 'number') return Number.isNaN(value) ? 'nan' : value === Infinity ? 'inf' : value === -Infinity ? '-inf' : String(value);
+  if (typeof value === 'number')
+    return Number.isNaN(value) ? 'nan' : value === Infinity ? 'inf' : value === -Infinity ? '-inf' : String(value);
   if (typeof value === 'string') return value;
   return JSON.stringify(value);
 }
@@ -149,12 +150,15 @@ export class Interpolator {
     const inner = [...stack, here];
     const only = pieces.length === 1 ? pieces[0]! : undefined;
     if (only && 'expression' in only) return this.evaluate(only.expression, path, inner);
-    return pieces.map((piece) => ('literal' in piece ? piece.literal : pythonString(this.evaluate(piece.expression, path, inner)))).join('');
+    return pieces
+      .map((piece) => ('literal' in piece ? piece.literal : pythonString(this.evaluate(piece.expression, path, inner))))
+      .join('');
   }
 
   private evaluate(expression: string, path: Path, stack: readonly string[]): unknown {
     const resolverCall = /^\s*([A-Za-z_][\w.]*)\s*:([\s\S]*)$/.exec(expression);
-    if (resolverCall) return this.callResolver(resolverCall[1]!, splitArguments(resolverCall[2]!), expression, path, stack);
+    if (resolverCall)
+      return this.callResolver(resolverCall[1]!, splitArguments(resolverCall[2]!), expression, path, stack);
     const key = String(this.resolveString(expression.trim(), path, stack));
     return this.reference(key, path, stack, () => {
       throw new ConfigError(
@@ -177,7 +181,11 @@ export class Interpolator {
   }
 
   /** Follow `segments` from `base`, resolving interpolated containers on the way. */
-  private walk(segments: readonly string[], base: readonly string[], stack: readonly string[]): { found: boolean; value?: unknown; path: Path } {
+  private walk(
+    segments: readonly string[],
+    base: readonly string[],
+    stack: readonly string[],
+  ): { found: boolean; value?: unknown; path: Path } {
     let node: unknown = this.root;
     const path: Path = [];
     for (const segment of [...base, ...segments]) {
@@ -202,11 +210,20 @@ export class Interpolator {
     return text === '' ? '' : interpretPrimitive(text);
   }
 
-  private callResolver(name: string, rawArgs: string[], expression: string, path: Path, stack: readonly string[]): unknown {
+  private callResolver(
+    name: string,
+    rawArgs: string[],
+    expression: string,
+    path: Path,
+    stack: readonly string[],
+  ): unknown {
     const where = `Config value '${formatPath(path)}'${this.sources.at(path)}`;
     if (name === 'oc.env') {
       if (rawArgs.length < 1 || rawArgs.length > 2 || rawArgs[0] === '') {
-        throw new ConfigError(`${where} uses \${${expression}}: oc.env takes a variable name and an optional default, e.g. \${oc.env:MY_VAR,fallback}.`, 'GYM_CONFIG_INTERPOLATION');
+        throw new ConfigError(
+          `${where} uses \${${expression}}: oc.env takes a variable name and an optional default, e.g. \${oc.env:MY_VAR,fallback}.`,
+          'GYM_CONFIG_INTERPOLATION',
+        );
       }
       const variable = String(this.argument(rawArgs[0]!, path, stack));
       const value = this.env[variable];
@@ -219,10 +236,15 @@ export class Interpolator {
     }
     if (name === 'oc.select') {
       if (rawArgs.length < 1 || rawArgs.length > 2 || rawArgs[0] === '') {
-        throw new ConfigError(`${where} uses \${${expression}}: oc.select takes a key and an optional default, e.g. \${oc.select:a.b,fallback}.`, 'GYM_CONFIG_INTERPOLATION');
+        throw new ConfigError(
+          `${where} uses \${${expression}}: oc.select takes a key and an optional default, e.g. \${oc.select:a.b,fallback}.`,
+          'GYM_CONFIG_INTERPOLATION',
+        );
       }
       const key = String(this.argument(rawArgs[0]!, path, stack));
-      return this.reference(key, path, stack, () => (rawArgs.length === 2 ? this.argument(rawArgs[1]!, path, stack) : null));
+      return this.reference(key, path, stack, () =>
+        rawArgs.length === 2 ? this.argument(rawArgs[1]!, path, stack) : null,
+      );
     }
     throw new ConfigError(
       `${where} uses the resolver '${name}' in \${${expression}}, which tsgym does not support. Supported: \${key.path}, \${oc.env:VAR}, \${oc.env:VAR,default} and \${oc.select:key,default}.`,

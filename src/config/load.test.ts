@@ -68,14 +68,21 @@ describe('composition order', () => {
     assert.equal(config.last_file, 'B', 'the last root merges last');
     assert.equal(config.shared, 'B1', 'B1 (after A and its subtree) overrides A');
     assert.deepEqual(config.only_a1, [9], 'a later list replaces the earlier list wholesale');
-    assert.deepEqual(config.config_paths, ['A.yaml', 'B.yaml', 'A1.yaml', 'A2.yaml', 'B1.yaml'], 'breadth-first discovery');
+    assert.deepEqual(
+      config.config_paths,
+      ['A.yaml', 'B.yaml', 'A1.yaml', 'A2.yaml', 'B1.yaml'],
+      'breadth-first discovery',
+    );
     assert.equal(config.env_wins, 'env', 'env.yaml overrides files');
     assert.equal(config.cli_wins, 'cli', 'the CLI overrides env.yaml');
     for (const name of ['A', 'A1', 'A2', 'B', 'B1']) assert.equal(config[`set_by_${name}`], true);
   });
 
   test("a file's own value beats what it includes", async () => {
-    const dir = fixture({ 'parent.yaml': 'config_paths: [child.yaml]\nx: parent\n', 'child.yaml': 'x: child\ny: child\n' });
+    const dir = fixture({
+      'parent.yaml': 'config_paths: [child.yaml]\nx: parent\n',
+      'child.yaml': 'x: child\ny: child\n',
+    });
     const config = await load(dir, ['+config_paths=[parent.yaml]']);
     assert.equal(config.x, 'parent');
     assert.equal(config.y, 'child');
@@ -96,13 +103,16 @@ describe('composition order', () => {
   });
 
   test('env.yaml is picked up with no config_paths, and can name config_paths itself', async () => {
-    const dir = fixture({ 'env.yaml': 'config_paths: [x.yaml]\npolicy_api_key: sk-1\n', 'x.yaml': 'from_x: yes-really\n' });
+    const dir = fixture({
+      'env.yaml': 'config_paths: [x.yaml]\npolicy_api_key: sk-1\n',
+      'x.yaml': 'from_x: yes-really\n',
+    });
     const config = await load(dir, []);
     assert.equal(config.policy_api_key, 'sk-1');
     assert.equal(config.from_x, 'yes-really');
   });
 
-  test('the CLI config_paths replaces env.yaml\'s list', async () => {
+  test("the CLI config_paths replaces env.yaml's list", async () => {
     const dir = fixture({ 'env.yaml': 'config_paths: [x.yaml]\n', 'x.yaml': 'from_x: 1\n', 'y.yaml': 'from_y: 1\n' });
     const config = await load(dir, ['+config_paths=[y.yaml]']);
     assert.equal(config.from_y, 1);
@@ -151,7 +161,8 @@ describe('merge semantics', () => {
     const dir = fixture({ 'a.yaml': 'one: ???\nnested:\n  two: ???\nitems:\n  - {three: ???}\nfour: ???\nfine: 1\n' });
     const message = await loadError(dir, ['+config_paths=[a.yaml]']);
     assert.match(message, /^4 required config value\(s\) are unset \(still '\?\?\?'\) after merging:/);
-    for (const key of ['one', 'nested.two', 'items[0].three', 'four']) assert.ok(message.includes(`  - ${key}`), `${key} listed`);
+    for (const key of ['one', 'nested.two', 'items[0].three', 'four'])
+      assert.ok(message.includes(`  - ${key}`), `${key} listed`);
     assert.ok(message.includes('++one=<value> ++nested.two=<value> ++items[0].three=<value>'));
     assert.ok(!message.includes('++four='), 'only the first 3 as examples');
     assert.match(message, /a\.yaml' at line 1/);
@@ -167,16 +178,21 @@ describe('merge semantics', () => {
 describe('structural directives', () => {
   test('_inherit_from moves the source (deleted) and merges local keys on top', async () => {
     const dir = fixture({
-      'a.yaml': `math_with_judge:\n  resources_servers:\n    math:\n      entrypoint: app.py\n      domain: math\n      judge: small\n` +
+      'a.yaml':
+        `math_with_judge:\n  resources_servers:\n    math:\n      entrypoint: app.py\n      domain: math\n      judge: small\n` +
         `aime_resources_server:\n  _inherit_from: math_with_judge\n  resources_servers:\n    math:\n      judge: big\n`,
     });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
     assert.equal(config.math_with_judge, undefined);
-    assert.deepEqual(config.aime_resources_server, { resources_servers: { math: { entrypoint: 'app.py', domain: 'math', judge: 'big', host: '127.0.0.1' } } });
+    assert.deepEqual(config.aime_resources_server, {
+      resources_servers: { math: { entrypoint: 'app.py', domain: 'math', judge: 'big', host: '127.0.0.1' } },
+    });
   });
 
   test('string forms ${copy:…} (source kept) and ${inherit_from:…} (source deleted)', async () => {
-    const dir = fixture({ 'a.yaml': 'base: {k: 1}\nmoved_src: {m: 2}\ncopy: ${copy:base}\nmove: ${inherit_from:moved_src}\n' });
+    const dir = fixture({
+      'a.yaml': 'base: {k: 1}\nmoved_src: {m: 2}\ncopy: ${copy:base}\nmove: ${inherit_from:moved_src}\n',
+    });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
     assert.deepEqual(config.base, { k: 1 });
     assert.deepEqual(config.copy, { k: 1 });
@@ -185,7 +201,9 @@ describe('structural directives', () => {
   });
 
   test('_delete_key with _copy deletes from the merged result, and the key must exist there', async () => {
-    const dir = fixture({ 'a.yaml': 'base: {a: 1, b: 2, c: 3}\nderived: {_copy: base, _delete_key: "b, c", c: 30, d: 4}\n' });
+    const dir = fixture({
+      'a.yaml': 'base: {a: 1, b: 2, c: 3}\nderived: {_copy: base, _delete_key: "b, c", c: 30, d: 4}\n',
+    });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
     // c is local, so only the local c goes; b is deleted from the merged result.
     assert.deepEqual(config.derived, { a: 1, c: 3, d: 4 });
@@ -201,7 +219,10 @@ describe('structural directives', () => {
 
   test('a missing source path is an error naming the path', async () => {
     const dir = fixture({ 'a.yaml': 'x: {_inherit_from: no.such}\n' });
-    assert.match(await loadError(dir, ['+config_paths=[a.yaml]']), /Path specified does not exist in config: \['no', 'such'\]/);
+    assert.match(
+      await loadError(dir, ['+config_paths=[a.yaml]']),
+      /Path specified does not exist in config: \['no', 'such'\]/,
+    );
   });
 });
 
@@ -218,12 +239,21 @@ describe('interpolation', () => {
       ].join('\n'),
     });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
-    assert.deepEqual(config.block, { url: 'http://model:8000/v1', sibling: 'http://model:8000/v1', port: 8080, text: 'p=8080 ok=True', first: 'zero' });
+    assert.deepEqual(config.block, {
+      url: 'http://model:8000/v1',
+      sibling: 'http://model:8000/v1',
+      port: 8080,
+      text: 'p=8080 ok=True',
+      first: 'zero',
+    });
     assert.equal(config.escaped, '${not_a_ref}');
   });
 
   test('${oc.env:VAR} and ${oc.env:VAR,default}', async () => {
-    const dir = fixture({ 'a.yaml': 'key: ${oc.env:MY_KEY}\nwith_default: ${oc.env:UNSET_VAR,fallback}\nnull_default: ${oc.env:UNSET_VAR,null}\nselected: ${oc.select:nowhere,dflt}\n' });
+    const dir = fixture({
+      'a.yaml':
+        'key: ${oc.env:MY_KEY}\nwith_default: ${oc.env:UNSET_VAR,fallback}\nnull_default: ${oc.env:UNSET_VAR,null}\nselected: ${oc.select:nowhere,dflt}\n',
+    });
     const config = await load(dir, ['+config_paths=[a.yaml]'], { env: { MY_KEY: 'secret-value' } });
     assert.equal(config.key, 'secret-value');
     assert.equal(config.with_default, 'fallback');
@@ -258,7 +288,10 @@ describe('interpolation', () => {
   });
 
   test('an interpolation can read a port assigned at load time', async () => {
-    const dir = fixture({ 'a.yaml': RESOURCES + 'counter_url: http://127.0.0.1:${counter_env.resources_servers.example_session_state_mgmt.port}\n' });
+    const dir = fixture({
+      'a.yaml':
+        RESOURCES + 'counter_url: http://127.0.0.1:${counter_env.resources_servers.example_session_state_mgmt.port}\n',
+    });
     const config = await load(dir, ['+config_paths=[a.yaml]'], { allocatePorts: true });
     const port = getServerInstance(config, 'counter_env').port;
     assert.equal(config.counter_url, `http://127.0.0.1:${port}`);
@@ -268,19 +301,31 @@ describe('interpolation', () => {
 describe('server instances', () => {
   test('instances are listed with type, impl, inner config and address; reserved keys never are', async () => {
     const dir = fixture({
-      'a.yaml': RESOURCES + AGENT + 'head_server: {host: 127.0.0.1, port: 11555}\nresponses_create_params: {temperature: 0.5}\n',
+      'a.yaml':
+        RESOURCES +
+        AGENT +
+        'head_server: {host: 127.0.0.1, port: 11555}\nresponses_create_params: {temperature: 0.5}\n',
     });
-    const config = await load(dir, ['+config_paths=[a.yaml]', '++counter_env.resources_servers.example_session_state_mgmt.port=12001', '++remote_agent.responses_api_agents.remote_agent.port=12002']);
-    const instances = listServerInstances(config);
-    assert.deepEqual(instances.map((i) => [i.name, i.serverType, i.impl, i.url]), [
-      ['counter_env', 'resources_servers', 'example_session_state_mgmt', 'http://127.0.0.1:12001'],
-      ['remote_agent', 'responses_api_agents', 'remote_agent', 'http://127.0.0.1:12002'],
+    const config = await load(dir, [
+      '+config_paths=[a.yaml]',
+      '++counter_env.resources_servers.example_session_state_mgmt.port=12001',
+      '++remote_agent.responses_api_agents.remote_agent.port=12002',
     ]);
+    const instances = listServerInstances(config);
+    assert.deepEqual(
+      instances.map((i) => [i.name, i.serverType, i.impl, i.url]),
+      [
+        ['counter_env', 'resources_servers', 'example_session_state_mgmt', 'http://127.0.0.1:12001'],
+        ['remote_agent', 'responses_api_agents', 'remote_agent', 'http://127.0.0.1:12002'],
+      ],
+    );
     assert.equal(instances[1]!.config.agent_base_url, 'http://localhost:9000');
   });
 
   test('a reserved top-level key with a server shape is not a server', async () => {
-    const dir = fixture({ 'a.yaml': 'head_server:\n  host: 127.0.0.1\n  port: 11000\nquery:\n  resources_servers:\n    x: {}\n' });
+    const dir = fixture({
+      'a.yaml': 'head_server:\n  host: 127.0.0.1\n  port: 11000\nquery:\n  resources_servers:\n    x: {}\n',
+    });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
     assert.deepEqual(listServerInstances(config), []);
   });
@@ -290,12 +335,17 @@ describe('server instances', () => {
     const message = await loadError(dir, ['+config_paths=[a.yaml]']);
     assert.match(message, /almost-server.*'env'.*a\.yaml' at line 1.*A domain is required for resources servers\./);
     const bad = fixture({ 'a.yaml': 'env:\n  resources_servers:\n    impl: {entrypoint: app.py, domain: cooking}\n' });
-    assert.match(await loadError(bad, ['+config_paths=[a.yaml]']), /domain "cooking" is not one of math, coding, agent/);
+    assert.match(
+      await loadError(bad, ['+config_paths=[a.yaml]']),
+      /domain "cooking" is not one of math, coding, agent/,
+    );
   });
 
   test('almost-servers fail the load unless error_on_almost_servers=false', async () => {
     const dir = fixture({
-      'a.yaml': RESOURCES + 'two_impls:\n  responses_api_models:\n    a: {entrypoint: app.py}\n    b: {entrypoint: app.py}\nno_entry:\n  responses_api_agents:\n    x: {foo: 1}\n',
+      'a.yaml':
+        RESOURCES +
+        'two_impls:\n  responses_api_models:\n    a: {entrypoint: app.py}\n    b: {entrypoint: app.py}\nno_entry:\n  responses_api_agents:\n    x: {foo: 1}\n',
     });
     const message = await loadError(dir, ['+config_paths=[a.yaml]']);
     assert.match(message, /^Found 2 almost-server\(s\) with validation errors/);
@@ -303,8 +353,15 @@ describe('server instances', () => {
     assert.match(message, /'no_entry'.*entrypoint is required/);
     assert.match(message, /error_on_almost_servers=false/);
     const warnings: string[] = [];
-    const config = await load(dir, ['+config_paths=[a.yaml]', '+error_on_almost_servers=false'], { warn: (m) => warnings.push(m), allocatePorts: true });
-    assert.deepEqual(listServerInstances(config).map((i) => i.name), ['counter_env'], 'almost-servers are not instances');
+    const config = await load(dir, ['+config_paths=[a.yaml]', '+error_on_almost_servers=false'], {
+      warn: (m) => warnings.push(m),
+      allocatePorts: true,
+    });
+    assert.deepEqual(
+      listServerInstances(config).map((i) => i.name),
+      ['counter_env'],
+      'almost-servers are not instances',
+    );
     assert.equal(warnings.length, 2);
     assert.match(warnings[0]!, /Almost-Server Detected: 'two_impls'.*will NOT be started/);
   });
@@ -321,18 +378,32 @@ describe('server instances', () => {
   test('refs with no close match list the available instances of that type', async () => {
     const dir = fixture({ 'a.yaml': RESOURCES + AGENT.replace('name: counter_env', 'name: zzz') });
     assert.match(await loadError(dir, ['+config_paths=[a.yaml]']), /Available resources_servers: 'counter_env'/);
-    const wrongType = fixture({ 'a.yaml': AGENT.replace('type: resources_servers', 'type: responses_api_models').replace('name: counter_env', 'name: remote_agent') });
+    const wrongType = fixture({
+      'a.yaml': AGENT.replace('type: resources_servers', 'type: responses_api_models').replace(
+        'name: counter_env',
+        'name: remote_agent',
+      ),
+    });
     assert.match(await loadError(wrongType, ['+config_paths=[a.yaml]']), /Available responses_api_models: \(none\)/);
   });
 
   test('resolveRef and getServerInstance look up by name, with did-you-mean', async () => {
     const dir = fixture({ 'a.yaml': RESOURCES + AGENT });
     const config = await load(dir, ['+config_paths=[a.yaml]'], { allocatePorts: true });
-    assert.equal(resolveRef(config, { type: 'responses_api_agents', name: 'remote_agent' }, 'Row 0\'s agent_ref').impl, 'remote_agent');
-    assert.equal(resolveRef(config, { name: 'remote_agent' }, 'Row 0\'s agent_ref').serverType, 'responses_api_agents');
-    assert.throws(() => resolveRef(config, { name: 'remote_agnt' }, "Row 0's agent_ref"), /Row 0's agent_ref references server\/'remote_agnt'.*Did you mean: 'remote_agent'\?/);
+    assert.equal(
+      resolveRef(config, { type: 'responses_api_agents', name: 'remote_agent' }, "Row 0's agent_ref").impl,
+      'remote_agent',
+    );
+    assert.equal(resolveRef(config, { name: 'remote_agent' }, "Row 0's agent_ref").serverType, 'responses_api_agents');
+    assert.throws(
+      () => resolveRef(config, { name: 'remote_agnt' }, "Row 0's agent_ref"),
+      /Row 0's agent_ref references server\/'remote_agnt'.*Did you mean: 'remote_agent'\?/,
+    );
     assert.throws(() => resolveRef(config, 'remote_agent', "Row 0's agent_ref"), /must be a server reference/);
-    assert.throws(() => getServerInstance(config, 'counter'), /no server instance named 'counter'.*Did you mean: 'counter_env'\?/);
+    assert.throws(
+      () => getServerInstance(config, 'counter'),
+      /no server instance named 'counter'.*Did you mean: 'counter_env'\?/,
+    );
   });
 });
 
@@ -345,10 +416,19 @@ describe('host and port assignment', () => {
   });
 
   test('allocated ports are distinct, free, in range, and never the head port or an explicit one', async () => {
-    const many = Array.from({ length: 6 }, (_, i) => `m${i}:\n  responses_api_models:\n    impl: {entrypoint: app.py}\n`).join('');
-    const dir = fixture({ 'a.yaml': many + 'fixed:\n  responses_api_models:\n    impl: {entrypoint: app.py, port: 15003}\n' });
+    const many = Array.from(
+      { length: 6 },
+      (_, i) => `m${i}:\n  responses_api_models:\n    impl: {entrypoint: app.py}\n`,
+    ).join('');
+    const dir = fixture({
+      'a.yaml': many + 'fixed:\n  responses_api_models:\n    impl: {entrypoint: app.py, port: 15003}\n',
+    });
     // A narrow range that contains the head port and the explicit port forces the exclusions to matter.
-    const config = await load(dir, ['+config_paths=[a.yaml]', '++head_server.port=15000', '+port_range_low=15000', '+port_range_high=15010'], { allocatePorts: true });
+    const config = await load(
+      dir,
+      ['+config_paths=[a.yaml]', '++head_server.port=15000', '+port_range_low=15000', '+port_range_high=15010'],
+      { allocatePorts: true },
+    );
     const instances = listServerInstances(config);
     const ports = instances.map((i) => i.port);
     assert.equal(new Set(ports).size, ports.length, 'distinct');
@@ -365,14 +445,18 @@ describe('host and port assignment', () => {
   test('allocatePorts:false leaves ports unset', async () => {
     const dir = fixture({ 'a.yaml': RESOURCES });
     const config = await load(dir, ['+config_paths=[a.yaml]']);
-    const inner = ((config.counter_env as GlobalConfig).resources_servers as GlobalConfig).example_session_state_mgmt as GlobalConfig;
+    const inner = ((config.counter_env as GlobalConfig).resources_servers as GlobalConfig)
+      .example_session_state_mgmt as GlobalConfig;
     assert.equal(inner.port, undefined);
     assert.equal(inner.host, '127.0.0.1');
     assert.throws(() => listServerInstances(config), /no port/);
   });
 
   test('two instances asking for the same address are rejected', async () => {
-    const dir = fixture({ 'a.yaml': 'a:\n  responses_api_models:\n    i: {entrypoint: app.py, port: 12345}\nb:\n  responses_api_models:\n    i: {entrypoint: app.py, port: 12345}\n' });
+    const dir = fixture({
+      'a.yaml':
+        'a:\n  responses_api_models:\n    i: {entrypoint: app.py, port: 12345}\nb:\n  responses_api_models:\n    i: {entrypoint: app.py, port: 12345}\n',
+    });
     assert.match(await loadError(dir, ['+config_paths=[a.yaml]']), /'b'.*127\.0\.0\.1:12345.*'a' also asks for/);
   });
 });

@@ -29,7 +29,15 @@ export interface LoadOptions {
 }
 
 /** Settings read while assigning addresses; resolved before anything else. */
-const ADDRESS_SETTINGS = ['default_host', 'use_absolute_ip', 'head_server', 'port_range_low', 'port_range_high', 'disallowed_ports', 'error_on_almost_servers'];
+const ADDRESS_SETTINGS = [
+  'default_host',
+  'use_absolute_ip',
+  'head_server',
+  'port_range_low',
+  'port_range_high',
+  'disallowed_ports',
+  'error_on_almost_servers',
+];
 /** Inner-config fields validation and address assignment read. */
 const INSTANCE_FIELDS = ['entrypoint', 'domain', 'host', 'port'];
 
@@ -59,7 +67,9 @@ function resolveInstanceFields(config: PlainObject, interpolator: Interpolator):
 function rejectAlmostServers(config: PlainObject, sources: ConfigSources, warn: (message: string) => void): void {
   const { almostServers } = classifyServers(config);
   if (almostServers.length === 0) return;
-  const details = almostServers.map((entry) => `'${entry.name}'${sources.at([entry.name])}: ${entry.problems.join('; ')}`);
+  const details = almostServers.map(
+    (entry) => `'${entry.name}'${sources.at([entry.name])}: ${entry.problems.join('; ')}`,
+  );
   if (config.error_on_almost_servers === false) {
     for (const detail of details) warn(`Almost-Server Detected: ${detail}. This server will NOT be started.`);
     return;
@@ -91,7 +101,8 @@ function propagateAgentDefaults(config: PlainObject, instances: readonly Instanc
   for (const key of ['skip_verification', 'skip_verification_reward']) {
     if (!Object.hasOwn(config, key)) continue;
     for (const instance of instances) {
-      if (instance.serverType === 'responses_api_agents' && !Object.hasOwn(instance.config, key)) instance.config[key] = config[key];
+      if (instance.serverType === 'responses_api_agents' && !Object.hasOwn(instance.config, key))
+        instance.config[key] = config[key];
     }
   }
 }
@@ -99,7 +110,10 @@ function propagateAgentDefaults(config: PlainObject, instances: readonly Instanc
 function directorySetting(config: PlainObject, key: string, cwd: string, sources: ConfigSources): void {
   const value = config[key] ?? path.join(cwd, key === 'results_dir' ? 'results' : 'cache');
   if (typeof value !== 'string' || value.trim() === '') {
-    throw new ConfigError(`Config value '${key}'${sources.at([key])} must be a non-empty directory path, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_DIRECTORY');
+    throw new ConfigError(
+      `Config value '${key}'${sources.at([key])} must be a non-empty directory path, got ${JSON.stringify(value)}.`,
+      'GYM_CONFIG_DIRECTORY',
+    );
   }
   config[key] = path.resolve(cwd, value);
 }
@@ -130,7 +144,10 @@ export async function loadGlobalConfig(options: LoadOptions): Promise<GlobalConf
   const envYaml = envYamlPath ? readYamlFile(envYamlPath) : undefined;
 
   const configPathsSource = Object.hasOwn(cli, 'config_paths') ? 'from the command line' : `in '${envYamlPath}'`;
-  const entries = readConfigPathsValue(Object.hasOwn(cli, 'config_paths') ? cli.config_paths : envYaml?.data.config_paths, configPathsSource);
+  const entries = readConfigPathsValue(
+    Object.hasOwn(cli, 'config_paths') ? cli.config_paths : envYaml?.data.config_paths,
+    configPathsSource,
+  );
   const { mergeOrder, discovered } = expandConfigPaths(entries, roots, configPathsSource, warn);
 
   for (const file of mergeOrder) sources.addFile(file.file, file.parsed.positions);

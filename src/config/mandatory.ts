@@ -8,7 +8,8 @@ type Path = Array<string | number>;
 export function findMissingValues(value: unknown, path: Path = [], out: Path[] = []): Path[] {
   if (value === MISSING_VALUE) out.push(path);
   else if (Array.isArray(value)) value.forEach((item, index) => findMissingValues(item, [...path, index], out));
-  else if (isPlainObject(value)) for (const [key, item] of Object.entries(value)) findMissingValues(item, [...path, key], out);
+  else if (isPlainObject(value))
+    for (const [key, item] of Object.entries(value)) findMissingValues(item, [...path, key], out);
   return out;
 }
 
@@ -16,7 +17,10 @@ export function assertNoMissingValues(config: unknown, sources: ConfigSources): 
   const missing = findMissingValues(config);
   if (missing.length === 0) return;
   const listed = missing.map((path) => `  - ${formatPath(path)}${sources.at(path)}`).join('\n');
-  const example = missing.slice(0, 3).map((path) => `++${formatPath(path)}=<value>`).join(' ');
+  const example = missing
+    .slice(0, 3)
+    .map((path) => `++${formatPath(path)}=<value>`)
+    .join(' ');
   throw new ConfigError(
     `${missing.length} required config value(s) are unset (still '???') after merging:\n${listed}\n` +
       `Provide each value via a CLI override, in env.yaml, or in a config you pass via config_paths. For example, on the command line:\n  ${example}`,

@@ -10,7 +10,8 @@ const STRUCTURAL = new Set(['=', ',', '[', ']', '{', '}', '(', ')', "'", '"']);
 const ESCAPABLE = new Set(['\\', '(', ')', '[', ']', '{', '}', ':', '=', ',', ' ', '\t']);
 
 const INT = /^[+-]?(?:0|[1-9][0-9_]*)$/;
-const FLOAT = /^[+-]?(?:(?:\d[\d_]*)?\.\d[\d_]*(?:[eE][+-]?\d+)?|\d[\d_]*\.(?:[eE][+-]?\d+)?|\d[\d_]*[eE][+-]?\d+|inf|nan)$/i;
+const FLOAT =
+  /^[+-]?(?:(?:\d[\d_]*)?\.\d[\d_]*(?:[eE][+-]?\d+)?|\d[\d_]*\.(?:[eE][+-]?\d+)?|\d[\d_]*[eE][+-]?\d+|inf|nan)$/i;
 
 export class OverrideSyntaxError extends Error {}
 
@@ -155,7 +156,8 @@ class ValueParser {
         continue;
       }
       if (STRUCTURAL.has(char)) {
-        const endsElement = char === ',' || (context === 'list' && char === ']') || (context === 'dict' && char === '}');
+        const endsElement =
+          char === ',' || (context === 'list' && char === ']') || (context === 'dict' && char === '}');
         if (endsElement) break;
         this.fail(`'${char}' is not allowed in an unquoted value (quote the value, e.g. '…')`);
       }
@@ -195,7 +197,12 @@ class ValueParser {
 
   private expect(char: string): void {
     this.skipWhitespace();
-    if (this.peek() !== char) this.fail(this.peek() === undefined ? `expected '${char}' before the end` : `expected '${char}' but found '${this.peek()}'`);
+    if (this.peek() !== char)
+      this.fail(
+        this.peek() === undefined
+          ? `expected '${char}' before the end`
+          : `expected '${char}' but found '${this.peek()}'`,
+      );
     this.pos++;
   }
 

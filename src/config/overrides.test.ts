@@ -9,11 +9,14 @@ function value(text: string): unknown {
 }
 
 function rejects(tokens: string[], pattern: RegExp): void {
-  assert.throws(() => parseOverrides(tokens), (err: unknown) => {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    assert.match(err.message, pattern);
-    return true;
-  });
+  assert.throws(
+    () => parseOverrides(tokens),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+      assert.match(err.message, pattern);
+      return true;
+    },
+  );
 }
 
 describe('override values', () => {
@@ -65,7 +68,7 @@ describe('override values', () => {
     assert.deepEqual(value('[1, 2.5, true, null, x]'), [1, 2.5, true, null, 'x']);
     assert.deepEqual(value('{a: 4, _default: 1}'), { a: 4, _default: 1 });
     assert.deepEqual(value('{url: http://h:9/v1, xs: [1, {k: v}]}'), { url: 'http://h:9/v1', xs: [1, { k: 'v' }] });
-    assert.deepEqual(value("['a,b', \"c\"]"), ['a,b', 'c']);
+    assert.deepEqual(value('[\'a,b\', "c"]'), ['a,b', 'c']);
   });
 
   test('interpolations are kept verbatim, braces and commas included', () => {
@@ -119,7 +122,19 @@ describe('override tokens', () => {
 
 describe('formatOverrideString', () => {
   test('round-trips through the value parser, quoting only when needed', () => {
-    for (const text of ['plain/path.yaml', 'a,b', "it's", 'true', '12', 'x=y', 'back\\', "q\\'", '[x]', 'has space', '']) {
+    for (const text of [
+      'plain/path.yaml',
+      'a,b',
+      "it's",
+      'true',
+      '12',
+      'x=y',
+      'back\\',
+      "q\\'",
+      '[x]',
+      'has space',
+      '',
+    ]) {
       assert.equal(parseOverrideValue(formatOverrideString(text)), text, `round trip of ${JSON.stringify(text)}`);
     }
     assert.equal(formatOverrideString('plain/path.yaml'), 'plain/path.yaml');

@@ -44,7 +44,10 @@ export function parseOverrideToken(token: string): ParsedOverride {
 
   if (kind === undefined) {
     if (valueText === undefined) {
-      throw overrideError(token, `it is not of the form +key=value. Overrides add keys with +key=value, add or replace them with ++key=value, and delete them with ~key.`);
+      throw overrideError(
+        token,
+        `it is not of the form +key=value. Overrides add keys with +key=value, add or replace them with ++key=value, and delete them with ~key.`,
+      );
     }
     throw overrideError(
       token,
@@ -55,7 +58,10 @@ export function parseOverrideToken(token: string): ParsedOverride {
   const path = keyText.split('.');
   const badSegment = path.find((segment) => !KEY_SEGMENT.test(segment));
   if (badSegment !== undefined) {
-    throw overrideError(token, `'${keyText}' is not a valid key: dotted segments may use letters, digits, '_', '-', '$' and '/'.`);
+    throw overrideError(
+      token,
+      `'${keyText}' is not a valid key: dotted segments may use letters, digits, '_', '-', '$' and '/'.`,
+    );
   }
   if (kind !== 'delete' && valueText === undefined) {
     throw overrideError(token, `it has no '='. Write ${token}=<value> (an empty value is written ${token}=).`);
@@ -71,7 +77,10 @@ export function parseOverrideToken(token: string): ParsedOverride {
         `the value '${valueText}' is ambiguous: a bare comma list is a Hydra multirun sweep, which tsgym does not run. To pass a list write ${keyText}=[${valueText}], to pass a string containing commas quote it: ${keyText}='${valueText}'.`,
       );
     }
-    throw overrideError(token, `the value '${valueText}' does not parse (${err.message}). Quote strings that contain = , [ ] { } ( ) or quotes, e.g. '+${keyText}="a,b"'.`);
+    throw overrideError(
+      token,
+      `the value '${valueText}' does not parse (${err.message}). Quote strings that contain = , [ ] { } ( ) or quotes, e.g. '+${keyText}="a,b"'.`,
+    );
   }
 }
 
@@ -87,10 +96,14 @@ function applyOverride(dict: PlainObject, override: ParsedOverride): void {
     const segment = path[i]!;
     const next = parent[segment];
     if (next === undefined || next === null) {
-      if (override.kind === 'delete') throw overrideError(token, `Could not delete from config. '${path.join('.')}' does not exist.`);
+      if (override.kind === 'delete')
+        throw overrideError(token, `Could not delete from config. '${path.join('.')}' does not exist.`);
       parent[segment] = {};
     } else if (!isPlainObject(next)) {
-      throw overrideError(token, `'${path.slice(0, i + 1).join('.')}' already holds ${describe(next)} (set by an earlier override), so it cannot hold the key '${path[i + 1]}'.`);
+      throw overrideError(
+        token,
+        `'${path.slice(0, i + 1).join('.')}' already holds ${describe(next)} (set by an earlier override), so it cannot hold the key '${path[i + 1]}'.`,
+      );
     }
     parent = parent[segment] as PlainObject;
   }
@@ -99,9 +112,16 @@ function applyOverride(dict: PlainObject, override: ParsedOverride): void {
   const key = path.join('.');
 
   if (override.kind === 'delete') {
-    if (!Object.hasOwn(parent, leaf)) throw overrideError(token, `Could not delete from config. '${key}' does not exist (~ only removes keys set by earlier overrides on the same command line).`);
+    if (!Object.hasOwn(parent, leaf))
+      throw overrideError(
+        token,
+        `Could not delete from config. '${key}' does not exist (~ only removes keys set by earlier overrides on the same command line).`,
+      );
     if ('value' in override && describe(existing) !== describe(override.value)) {
-      throw overrideError(token, `Could not delete from config. The value of '${key}' is ${describe(existing)} and not ${describe(override.value)}.`);
+      throw overrideError(
+        token,
+        `Could not delete from config. The value of '${key}' is ${describe(existing)} and not ${describe(override.value)}.`,
+      );
     }
     delete parent[leaf];
     return;

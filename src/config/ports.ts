@@ -32,7 +32,12 @@ export function findFreePort(host = '127.0.0.1'): Promise<number> {
  * A random port in [low, high] (inclusive) that is not disallowed and binds on 127.0.0.1; up to 50 tries.
  * The caller adds the result to its disallowed list.
  */
-export async function allocatePort(low: number, high: number, disallowed: ReadonlySet<number>, random: () => number = Math.random): Promise<number> {
+export async function allocatePort(
+  low: number,
+  high: number,
+  disallowed: ReadonlySet<number>,
+  random: () => number = Math.random,
+): Promise<number> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const port = low + Math.floor(random() * (high - low + 1));
     if (disallowed.has(port)) continue;

@@ -16,7 +16,8 @@ export function installRoot(): string {
     const manifest = path.join(dir, 'package.json');
     if (existsSync(manifest)) {
       try {
-        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'tsgym') return (cachedInstallRoot = dir);
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'tsgym')
+          return (cachedInstallRoot = dir);
       } catch {
         // not ours; keep walking
       }
@@ -38,7 +39,11 @@ export function searchRoots(env: NodeJS.ProcessEnv = process.env, cwd: string = 
   const extra = (env.NEMO_GYM_EXTRA_ROOTS ?? '').split(path.delimiter).filter((entry) => entry.trim() !== '');
   const seen = new Set<string>();
   const roots: string[] = [];
-  for (const candidate of [...extra.map((entry) => path.resolve(cwd, entry.trim())), path.resolve(cwd), installRoot()]) {
+  for (const candidate of [
+    ...extra.map((entry) => path.resolve(cwd, entry.trim())),
+    path.resolve(cwd),
+    installRoot(),
+  ]) {
     const key = identity(candidate);
     if (seen.has(key)) continue;
     seen.add(key);

@@ -22,28 +22,53 @@ describe('maskSecrets', () => {
 
   test('mappings under a matching key are walked, so instance names containing "key" keep their address', () => {
     const config = { keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: 't' } } } };
-    assert.deepEqual(maskSecrets(config), { keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: '****' } } } });
+    assert.deepEqual(maskSecrets(config), {
+      keyword_env: { resources_servers: { kw: { host: '127.0.0.1', port: 1234, auth_token: '****' } } },
+    });
   });
 
   test('every agent_headers value is masked whatever the header is called; the names stay (D21)', () => {
     const config = {
-      agent: { responses_api_agents: { remote_agent: { agent_headers: { Authorization: 'Basic dXNlcjpwdw==', 'X-Tenant': 'acme' }, agent_base_url: 'https://h' } } },
+      agent: {
+        responses_api_agents: {
+          remote_agent: {
+            agent_headers: { Authorization: 'Basic dXNlcjpwdw==', 'X-Tenant': 'acme' },
+            agent_base_url: 'https://h',
+          },
+        },
+      },
       other: { agent_headers: 'Authorization: Bearer raw' },
     };
     assert.deepEqual(maskSecrets(config), {
-      agent: { responses_api_agents: { remote_agent: { agent_headers: { Authorization: '****', 'X-Tenant': '****' }, agent_base_url: 'https://h' } } },
+      agent: {
+        responses_api_agents: {
+          remote_agent: { agent_headers: { Authorization: '****', 'X-Tenant': '****' }, agent_base_url: 'https://h' },
+        },
+      },
       other: { agent_headers: '****' },
     });
   });
 
   test("a spawned server gets other instances' agent_headers masked, its own intact, other keys untouched", () => {
-    const agent = (value: string) => ({ responses_api_agents: { remote_agent: { agent_headers: { 'X-Key': value }, policy_api_key: 'pk' } } });
-    const config = { agent_a: agent('a-secret'), agent_b: agent('b-secret'), env: { resources_servers: { e: { port: 1 } } } };
+    const agent = (value: string) => ({
+      responses_api_agents: { remote_agent: { agent_headers: { 'X-Key': value }, policy_api_key: 'pk' } },
+    });
+    const config = {
+      agent_a: agent('a-secret'),
+      agent_b: agent('b-secret'),
+      env: { resources_servers: { e: { port: 1 } } },
+    };
     const forA = withForeignHeadersMasked(config, 'agent_a');
     assert.deepEqual(forA.agent_a, config.agent_a);
-    assert.deepEqual(forA.agent_b, { responses_api_agents: { remote_agent: { agent_headers: { 'X-Key': '****' }, policy_api_key: 'pk' } } });
+    assert.deepEqual(forA.agent_b, {
+      responses_api_agents: { remote_agent: { agent_headers: { 'X-Key': '****' }, policy_api_key: 'pk' } },
+    });
     assert.equal(forA.env, config.env);
-    assert.equal(withForeignHeadersMasked({ env: config.env }, 'env').env, config.env, 'no header map: the same object');
+    assert.equal(
+      withForeignHeadersMasked({ env: config.env }, 'env').env,
+      config.env,
+      'no header map: the same object',
+    );
   });
 
   test('the input is never modified', () => {
@@ -66,7 +91,7 @@ describe('did-you-mean (difflib)', () => {
   test('ratio matches difflib', () => {
     assert.equal(similarityRatio('abcd', 'bcde'), 0.75);
     assert.equal(similarityRatio('', ''), 1);
-    assert.equal(similarityRatio('counter_env', 'countr_env'), 2 * 10 / 21);
+    assert.equal(similarityRatio('counter_env', 'countr_env'), (2 * 10) / 21);
   });
 
   test('close matches: cutoff 0.6, best first, at most n', () => {

@@ -46,17 +46,27 @@ function inspectInstance(name: string, value: PlainObject): { shape?: InstanceSh
   const typeKeys = Object.keys(value).filter(isServerType);
   const problems: string[] = [];
   const otherKeys = Object.keys(value).filter((key) => !isServerType(key));
-  if (typeKeys.length > 1) problems.push(`it holds more than one server type (${typeKeys.join(', ')}); an instance runs exactly one server, so split it into one top-level entry per server`);
-  if (otherKeys.length > 0) problems.push(`it has keys next to the server type (${otherKeys.join(', ')}); put settings inside ${typeKeys[0]}.<impl>`);
+  if (typeKeys.length > 1)
+    problems.push(
+      `it holds more than one server type (${typeKeys.join(', ')}); an instance runs exactly one server, so split it into one top-level entry per server`,
+    );
+  if (otherKeys.length > 0)
+    problems.push(
+      `it has keys next to the server type (${otherKeys.join(', ')}); put settings inside ${typeKeys[0]}.<impl>`,
+    );
   const serverType = typeKeys[0]!;
   const impls = value[serverType];
   if (!isPlainObject(impls)) {
-    problems.push(`${serverType} must map one impl name (its directory) to its settings, e.g. ${serverType}: {my_impl: {entrypoint: app.py}}`);
+    problems.push(
+      `${serverType} must map one impl name (its directory) to its settings, e.g. ${serverType}: {my_impl: {entrypoint: app.py}}`,
+    );
     return { problems };
   }
   const implNames = Object.keys(impls);
   if (implNames.length !== 1) {
-    problems.push(`${serverType} must hold exactly one impl key, found ${implNames.length}${implNames.length ? ` (${implNames.join(', ')})` : ''}`);
+    problems.push(
+      `${serverType} must hold exactly one impl key, found ${implNames.length}${implNames.length ? ` (${implNames.join(', ')})` : ''}`,
+    );
     return { problems };
   }
   const impl = implNames[0]!;
@@ -110,7 +120,15 @@ function toServerInstance(shape: InstanceShape): ServerInstance {
       'GYM_CONFIG_SERVER_ADDRESS',
     );
   }
-  return { name: shape.name, serverType: shape.serverType, impl: shape.impl, config: shape.config, host, port, url: `http://${host}:${port}` };
+  return {
+    name: shape.name,
+    serverType: shape.serverType,
+    impl: shape.impl,
+    config: shape.config,
+    host,
+    port,
+    url: `http://${host}:${port}`,
+  };
 }
 
 /** Every valid server instance in config order (almost-servers are skipped). */
@@ -124,17 +142,28 @@ export function getServerInstance(config: GlobalConfig, name: string): ServerIns
   if (shape) return toServerInstance(shape);
   const almost = almostServers.find((entry) => entry.name === name);
   if (almost) {
-    throw new ConfigError(`'${name}' is in the config but is not a valid server instance: ${almost.problems.join('; ')}.`, 'GYM_CONFIG_SERVER_NOT_FOUND');
+    throw new ConfigError(
+      `'${name}' is in the config but is not a valid server instance: ${almost.problems.join('; ')}.`,
+      'GYM_CONFIG_SERVER_NOT_FOUND',
+    );
   }
   const names = instances.map((instance) => instance.name);
   const suggestions = closeMatches(name, names);
-  const hint = suggestions.length > 0 ? `Did you mean: ${quoteList(suggestions)}?` : `Defined server instances: ${names.length > 0 ? quoteList(names) : '(none)'}.`;
-  throw new ConfigError(`There is no server instance named '${name}' in the config. ${hint}`, 'GYM_CONFIG_SERVER_NOT_FOUND');
+  const hint =
+    suggestions.length > 0
+      ? `Did you mean: ${quoteList(suggestions)}?`
+      : `Defined server instances: ${names.length > 0 ? quoteList(names) : '(none)'}.`;
+  throw new ConfigError(
+    `There is no server instance named '${name}' in the config. ${hint}`,
+    'GYM_CONFIG_SERVER_NOT_FOUND',
+  );
 }
 
 /** The §2.9 hint: close names among instances of that type, or the full list. */
 export function referenceHint(name: string, type: ServerType | undefined, instances: readonly InstanceShape[]): string {
-  const candidates = instances.filter((instance) => type === undefined || instance.serverType === type).map((instance) => instance.name);
+  const candidates = instances
+    .filter((instance) => type === undefined || instance.serverType === type)
+    .map((instance) => instance.name);
   const suggestions = closeMatches(name, candidates);
   if (suggestions.length > 0) return `Did you mean: ${quoteList(suggestions)}?`;
   return `Available ${type ?? 'server instances'}: ${candidates.length > 0 ? quoteList(candidates) : '(none)'}`;
@@ -161,7 +190,9 @@ export function resolveRef(config: GlobalConfig, ref: unknown, where: string): S
   }
   const serverType = isServerType(type) ? type : undefined;
   const { instances } = classifyServers(config);
-  const shape = instances.find((instance) => instance.name === name && (serverType === undefined || instance.serverType === serverType));
+  const shape = instances.find(
+    (instance) => instance.name === name && (serverType === undefined || instance.serverType === serverType),
+  );
   if (shape) return toServerInstance(shape);
   throw new ConfigError(
     `${where} references ${serverType ?? 'server'}/'${name}', which is not defined in the merged config. ${referenceHint(name, serverType, instances)} Fix the name, or add the config that defines '${name}' to config_paths.`,

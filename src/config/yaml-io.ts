@@ -17,7 +17,12 @@ export interface ParsedYamlSource {
   positions: Map<string, SourcePosition>;
 }
 
-function collectPositions(node: unknown, path: Array<string | number>, lines: LineCounter, out: Map<string, SourcePosition>): void {
+function collectPositions(
+  node: unknown,
+  path: Array<string | number>,
+  lines: LineCounter,
+  out: Map<string, SourcePosition>,
+): void {
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : undefined;

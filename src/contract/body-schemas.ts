@@ -25,7 +25,12 @@ export const UsageSchema = z.looseObject({
 // ---------------------------------------------------------------------------------------------------
 // Tools and tool choice
 
-const WEB_SEARCH_TYPES = ['web_search', 'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11'] as const;
+const WEB_SEARCH_TYPES = [
+  'web_search',
+  'web_search_2025_08_26',
+  'web_search_preview',
+  'web_search_preview_2025_03_11',
+] as const;
 
 const hostedTools = [
   z.looseObject({ type: z.literal('file_search'), vector_store_ids: z.array(z.string()) }),

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CreateParamsSchema, ResponseSchema, UsageSchema } from './body-schemas.js';
 import { validateCreateParams, validateResponse, validateUsage } from './validate.js';
-import { assistantMessage, fullUsage, functionCall, functionCallOutput, reasoningItem, responseObject } from '../testing/index.js';
+import {
+  assistantMessage,
+  fullUsage,
+  functionCall,
+  functionCallOutput,
+  reasoningItem,
+  responseObject,
+} from '../testing/index.js';
 
 /**
  * validate* answer common shapes without zod (fast-path.ts). Whatever path answers, the verdict
@@ -11,9 +18,37 @@ import { assistantMessage, fullUsage, functionCall, functionCallOutput, reasonin
  */
 
 const REPLACEMENTS: unknown[] = [
-  undefined, null, 0, -0, -1, 1.5, 2 ** 53, '', 'x', true, false, [], {}, [{}], [null],
-  'message', 'function_call', 'function_call_output', 'reasoning', 'output_text', 'summary_text', 'function',
-  'assistant', 'user', 'completed', 'failed', 'auto', 'none', 'response', 'default', 'disabled',
+  undefined,
+  null,
+  0,
+  -0,
+  -1,
+  1.5,
+  2 ** 53,
+  '',
+  'x',
+  true,
+  false,
+  [],
+  {},
+  [{}],
+  [null],
+  'message',
+  'function_call',
+  'function_call_output',
+  'reasoning',
+  'output_text',
+  'summary_text',
+  'function',
+  'assistant',
+  'user',
+  'completed',
+  'failed',
+  'auto',
+  'none',
+  'response',
+  'default',
+  'disabled',
 ];
 const ADDED_KEYS: Array<[string, unknown]> = [
   ['extra_field', 1],
@@ -46,18 +81,27 @@ function* mutations(root: unknown): Generator<unknown> {
       if (!Array.isArray(value)) {
         for (const [key, added] of ADDED_KEYS) if (!(key in value)) yield set({ ...value, [key]: added });
       }
-      for (const [key, child] of Object.entries(value)) yield* at([...path, Array.isArray(value) ? Number(key) : key], child);
+      for (const [key, child] of Object.entries(value))
+        yield* at([...path, Array.isArray(value) ? Number(key) : key], child);
     }
   }
   yield* at([], root);
 }
 
-function assertSameVerdicts(fixtures: unknown[], validate: (value: unknown) => { ok: boolean }, schema: { safeParse(value: unknown): { success: boolean } }): number {
+function assertSameVerdicts(
+  fixtures: unknown[],
+  validate: (value: unknown) => { ok: boolean },
+  schema: { safeParse(value: unknown): { success: boolean } },
+): number {
   let checked = 0;
   for (const fixture of fixtures) {
     assert.equal(validate(fixture).ok, true, 'every fixture is valid');
     for (const variant of [fixture, ...mutations(fixture)]) {
-      assert.equal(validate(variant).ok, schema.safeParse(variant).success, `verdicts differ for ${JSON.stringify(variant)}`);
+      assert.equal(
+        validate(variant).ok,
+        schema.safeParse(variant).success,
+        `verdicts differ for ${JSON.stringify(variant)}`,
+      );
       checked++;
     }
   }
@@ -67,24 +111,47 @@ function assertSameVerdicts(fixtures: unknown[], validate: (value: unknown) => {
 test('validateResponse agrees with ResponseSchema on every mutation of common responses', () => {
   const fixtures = [
     responseObject([functionCall('increment_counter', { count: 1 }, 'call_1')]),
-    responseObject([reasoningItem('thinking', 'rs_1'), assistantMessage('done', 'msg_1')], { usage: null, temperature: 0.5 }),
+    responseObject([reasoningItem('thinking', 'rs_1'), assistantMessage('done', 'msg_1')], {
+      usage: null,
+      temperature: 0.5,
+    }),
     responseObject(
       [
         functionCall('get_counter_value', {}, 'call_2'),
         functionCallOutput('call_2', '{"count": 3}'),
         { ...assistantMessage('x', 'msg_2'), role: undefined },
       ],
-      { status: 'completed', tools: [{ type: 'function', name: 't', parameters: { type: 'object' }, strict: true }], usage: fullUsage(3, 4, { cached: null }) },
+      {
+        status: 'completed',
+        tools: [{ type: 'function', name: 't', parameters: { type: 'object' }, strict: true }],
+        usage: fullUsage(3, 4, { cached: null }),
+      },
     ),
   ];
   assert.ok(assertSameVerdicts(fixtures, validateResponse, ResponseSchema) > 1000);
 });
 
 test('validateCreateParams agrees with CreateParamsSchema on every mutation of dataset rows', () => {
-  const tool = (name: string) => ({ type: 'function', name, parameters: { type: 'object', properties: {} }, strict: true, description: '' });
+  const tool = (name: string) => ({
+    type: 'function',
+    name,
+    parameters: { type: 'object', properties: {} },
+    strict: true,
+    description: '',
+  });
   const fixtures = [
-    { input: [{ role: 'user', content: 'add 1 then add 2 then get the count' }], tools: [tool('increment_counter'), tool('get_counter_value')] },
-    { input: 'hello', model: 'm', temperature: 0.2, max_output_tokens: 100, tool_choice: 'auto', parallel_tool_calls: false },
+    {
+      input: [{ role: 'user', content: 'add 1 then add 2 then get the count' }],
+      tools: [tool('increment_counter'), tool('get_counter_value')],
+    },
+    {
+      input: 'hello',
+      model: 'm',
+      temperature: 0.2,
+      max_output_tokens: 100,
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+    },
     {
       input: [
         { type: 'message', role: 'system', content: 'be brief' },
@@ -102,6 +169,8 @@ test('validateCreateParams agrees with CreateParamsSchema on every mutation of d
 
 test('validateUsage agrees with UsageSchema on every mutation of a usage object', () => {
   assertSameVerdicts([fullUsage(), fullUsage(1, 2, { cached: null, reasoning: null })], validateUsage, {
-    safeParse: (value: unknown) => ({ success: value === null || value === undefined || UsageSchema.safeParse(value).success }),
+    safeParse: (value: unknown) => ({
+      success: value === null || value === undefined || UsageSchema.safeParse(value).success,
+    }),
   });
 });

@@ -34,16 +34,30 @@ const isBoolean: Check = (value) => typeof value === 'boolean';
 const isSafeInt: Check = (value) => Number.isSafeInteger(value);
 const isFiniteNumber: Check = (value) => typeof value === 'number' && Number.isFinite(value);
 const isNil: Check = (value) => value === undefined || value === null;
-const nil = (check: Check): Check => (value) => value === undefined || value === null || check(value);
-const optional = (check: Check): Check => (value) => value === undefined || check(value);
-const oneOf = (values: readonly unknown[]): Check => (value) => values.includes(value);
-const exactly = (expected: unknown): Check => (value) => value === expected;
+const nil =
+  (check: Check): Check =>
+  (value) =>
+    value === undefined || value === null || check(value);
+const optional =
+  (check: Check): Check =>
+  (value) =>
+    value === undefined || check(value);
+const oneOf =
+  (values: readonly unknown[]): Check =>
+  (value) =>
+    values.includes(value);
+const exactly =
+  (expected: unknown): Check =>
+  (value) =>
+    value === expected;
 /** Every element, holes included (`every` would skip the holes of a sparse array; zod sees them as undefined). */
-const listOf = (check: Check): Check => (value) => {
-  if (!Array.isArray(value)) return false;
-  for (let i = 0; i < value.length; i++) if (!check(value[i])) return false;
-  return true;
-};
+const listOf =
+  (check: Check): Check =>
+  (value) => {
+    if (!Array.isArray(value)) return false;
+    for (let i = 0; i < value.length; i++) if (!check(value[i])) return false;
+    return true;
+  };
 const emptyList: Check = (value) => Array.isArray(value) && value.length === 0;
 const anyObject: Check = (value) => isRecord(value);
 
@@ -116,7 +130,8 @@ const NON_MESSAGE_ITEMS = new Map<unknown, Check>([
   ['reasoning', plainReasoning],
 ]);
 const plainOutputItem: Check = (item) =>
-  isRecord(item) && (item.type === 'message' ? plainOutputMessage(item) : (NON_MESSAGE_ITEMS.get(item.type)?.(item) ?? false));
+  isRecord(item) &&
+  (item.type === 'message' ? plainOutputMessage(item) : (NON_MESSAGE_ITEMS.get(item.type)?.(item) ?? false));
 const plainInputItem: Check = (item) =>
   isRecord(item) &&
   (item.type === undefined || item.type === 'message'
@@ -125,9 +140,13 @@ const plainInputItem: Check = (item) =>
 
 export const plainUsage = looseObject(Object.keys(UsageSchema.shape), {
   input_tokens: isSafeInt,
-  input_tokens_details: looseObject(['cached_tokens'], { cached_tokens: (value) => value === null || isSafeInt(value) }),
+  input_tokens_details: looseObject(['cached_tokens'], {
+    cached_tokens: (value) => value === null || isSafeInt(value),
+  }),
   output_tokens: isSafeInt,
-  output_tokens_details: looseObject(['reasoning_tokens'], { reasoning_tokens: (value) => value === null || isSafeInt(value) }),
+  output_tokens_details: looseObject(['reasoning_tokens'], {
+    reasoning_tokens: (value) => value === null || isSafeInt(value),
+  }),
   total_tokens: isSafeInt,
 });
 

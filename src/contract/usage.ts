@@ -41,7 +41,8 @@ function copyJson<T>(value: T): T {
   for (const key of Object.keys(value)) {
     const item = copyJson((value as Record<string, unknown>)[key]);
     // A parsed "__proto__" key is an own property; plain assignment would set the copy's prototype instead.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
     else copy[key] = item;
   }
   return copy as T;

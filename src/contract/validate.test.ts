@@ -64,7 +64,16 @@ test('the minimal response of spec §6.1 is valid', () => {
 // --- Response: required fields and types ----------------------------------------------------------------
 
 test('each missing required top-level field fails and is named', async (t) => {
-  for (const field of ['id', 'created_at', 'model', 'object', 'output', 'parallel_tool_calls', 'tool_choice', 'tools']) {
+  for (const field of [
+    'id',
+    'created_at',
+    'model',
+    'object',
+    'output',
+    'parallel_tool_calls',
+    'tool_choice',
+    'tools',
+  ]) {
     await t.test(field, () => {
       const response = specExample();
       delete response[field];
@@ -168,12 +177,21 @@ test('validateUsage names the missing key under usage', () => {
 // --- Output items ---------------------------------------------------------------------------------------
 
 test('an output item without type fails', () => {
-  const response = withOutput({ type: 'message', role: 'assistant', content: 'hi' }, { role: 'assistant', content: 'x' });
-  assert.equal(failure(validateResponse(response)), 'output[1]: Responses API output items must include a type discriminator');
+  const response = withOutput(
+    { type: 'message', role: 'assistant', content: 'hi' },
+    { role: 'assistant', content: 'x' },
+  );
+  assert.equal(
+    failure(validateResponse(response)),
+    'output[1]: Responses API output items must include a type discriminator',
+  );
 });
 
 test('an unknown output item type fails', () => {
-  assert.equal(failure(validateResponse(withOutput({ type: 'foo', id: 'f' }))), "output[0].type: unknown item type 'foo'");
+  assert.equal(
+    failure(validateResponse(withOutput({ type: 'foo', id: 'f' }))),
+    "output[0].type: unknown item type 'foo'",
+  );
 });
 
 test('a function_call with object arguments fails naming output[0].arguments', () => {
@@ -192,7 +210,12 @@ test('an output-form message without id fails', () => {
 });
 
 test('an output_text part without annotations fails', () => {
-  const response = withOutput({ type: 'message', id: 'm', role: 'assistant', content: [{ type: 'output_text', text: 'x' }] });
+  const response = withOutput({
+    type: 'message',
+    id: 'm',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'x' }],
+  });
   assert.equal(failure(validateResponse(response)), 'output[0].content[0].annotations: required');
 });
 
@@ -232,7 +255,13 @@ test('function_call_output and hosted-tool items are accepted in output with the
 });
 
 test('token metadata must be complete when any of it is present', () => {
-  const response = withOutput({ type: 'function_call', call_id: 'c', name: 'n', arguments: '{}', prompt_token_ids: [1] });
+  const response = withOutput({
+    type: 'function_call',
+    call_id: 'c',
+    name: 'n',
+    arguments: '{}',
+    prompt_token_ids: [1],
+  });
   assert.equal(
     failure(validateResponse(response)),
     'output[0]: Token metadata must include all required fields; missing: generation_token_ids, generation_log_probs',

@@ -18,7 +18,9 @@ export class CounterSimulation {
     try {
       args = typeof argumentsText === 'string' ? JSON.parse(argumentsText) : argumentsText;
     } catch (err) {
-      return JSON.stringify({ error: `Invalid tool call arguments: ${(err as Error).name}: ${(err as Error).message}` });
+      return JSON.stringify({
+        error: `Invalid tool call arguments: ${(err as Error).name}: ${(err as Error).message}`,
+      });
     }
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       return JSON.stringify({ error: 'Invalid tool call arguments: expected a JSON object' });

@@ -128,19 +128,27 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 const UNDROPPABLE_FIELDS = new Set(['responses_create_params', 'response', 'reward']);
 
-export function defineEnvironment<SeedRow = Record<string, unknown>, State = undefined, VerifyRow = Record<string, unknown>>(
-  spec: EnvironmentSpec<SeedRow, State, VerifyRow>,
-): Environment<SeedRow, State, VerifyRow> {
+export function defineEnvironment<
+  SeedRow = Record<string, unknown>,
+  State = undefined,
+  VerifyRow = Record<string, unknown>,
+>(spec: EnvironmentSpec<SeedRow, State, VerifyRow>): Environment<SeedRow, State, VerifyRow> {
   if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) {
-    throw new Error(`environment name must be a plain identifier ([A-Za-z0-9_.-], at most 128), got ${JSON.stringify(spec.name)}`);
+    throw new Error(
+      `environment name must be a plain identifier ([A-Za-z0-9_.-], at most 128), got ${JSON.stringify(spec.name)}`,
+    );
   }
   if (typeof spec.verify !== 'function') throw new Error(`environment '${spec.name}': verify(input) is required`);
   if (spec.initialState && !spec.createState) {
-    throw new Error(`environment '${spec.name}': initialState needs createState (a stateless environment has no state)`);
+    throw new Error(
+      `environment '${spec.name}': initialState needs createState (a stateless environment has no state)`,
+    );
   }
   for (const field of spec.dropFields ?? []) {
     if (UNDROPPABLE_FIELDS.has(field)) {
-      throw new Error(`environment '${spec.name}': dropFields cannot drop '${field}' (every verify response carries it)`);
+      throw new Error(
+        `environment '${spec.name}': dropFields cannot drop '${field}' (every verify response carries it)`,
+      );
     }
   }
   const declared = spec.tools ? spec.tools((definition) => definition) : {};
@@ -148,14 +156,22 @@ export function defineEnvironment<SeedRow = Record<string, unknown>, State = und
   const toolSchemas: FunctionToolSchema[] = [];
   for (const [name, definition] of Object.entries(declared)) {
     const where = `environment '${spec.name}', tool '${name}'`;
-    if (!TOOL_NAME.test(name)) throw new Error(`${where}: a tool name must be a plain identifier ([A-Za-z0-9_.-], at most 128)`);
+    if (!TOOL_NAME.test(name))
+      throw new Error(`${where}: a tool name must be a plain identifier ([A-Za-z0-9_.-], at most 128)`);
     if (RESERVED_ROUTES.has(name)) {
-      throw new Error(`${where}: the name is reserved by the resources server (${[...RESERVED_ROUTES].join(', ')}); rename the tool`);
+      throw new Error(
+        `${where}: the name is reserved by the resources server (${[...RESERVED_ROUTES].join(', ')}); rename the tool`,
+      );
     }
     if (typeof definition?.run !== 'function') throw new Error(`${where}: run(args, ctx) is required`);
     if (typeof definition.description !== 'string') throw new Error(`${where}: a description (string) is required`);
     tools.set(name, definition);
-    toolSchemas.push({ type: 'function', name, description: definition.description, ...parametersOf(definition.input, where) });
+    toolSchemas.push({
+      type: 'function',
+      name,
+      description: definition.description,
+      ...parametersOf(definition.input, where),
+    });
   }
   return {
     name: spec.name,

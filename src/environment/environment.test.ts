@@ -22,7 +22,10 @@ interface Notebook {
 type Disposed = Notebook & { reason?: string };
 
 /** A small stateful environment: a notebook per session; reward = the notes match the expected ones. */
-function notebookEnvironment(disposed: Disposed[] = [], options: { idleTimeoutSecs?: number; maxSessions?: number } = {}) {
+function notebookEnvironment(
+  disposed: Disposed[] = [],
+  options: { idleTimeoutSecs?: number; maxSessions?: number } = {},
+) {
   return defineEnvironment({
     name: 'notebook',
     seedRow: z.looseObject({ owner: z.string() }),
@@ -73,7 +76,12 @@ function notebookEnvironment(disposed: Disposed[] = [], options: { idleTimeoutSe
 
 const COOKIE = 'NotebookResourcesServer___notebook';
 
-async function post(env: RunningEnvironment, path: string, body: unknown, jar = new CookieJar()): Promise<HttpResponse> {
+async function post(
+  env: RunningEnvironment,
+  path: string,
+  body: unknown,
+  jar = new CookieJar(),
+): Promise<HttpResponse> {
   const cookie = jar.header();
   const res = await request(`${env.url}${path}`, {
     method: 'POST',
@@ -88,7 +96,13 @@ async function post(env: RunningEnvironment, path: string, body: unknown, jar = 
 const detailOf = (res: HttpResponse) => (res.json() as { detail: unknown }).detail;
 
 function verifyBody(expected: string[], extra: Record<string, unknown> = {}) {
-  return { responses_create_params: { input: 'take notes' }, response: placeholderResponse(), expected_notes: expected, owner: 'dana', ...extra };
+  return {
+    responses_create_params: { input: 'take notes' },
+    response: placeholderResponse(),
+    expected_notes: expected,
+    owner: 'dana',
+    ...extra,
+  };
 }
 
 describe('environment kit', () => {
@@ -150,12 +164,18 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'x' }, jar);
     const before = disposed.length;
     await post(env, '/verify', verifyBody(['x']), jar);
-    await eventually(() => disposed.length === before + 1, { what: 'the verified state is disposed', timeoutMs: 3_000 });
+    await eventually(() => disposed.length === before + 1, {
+      what: 'the verified state is disposed',
+      timeoutMs: 3_000,
+    });
     assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn', reason: 'verified' });
 
     const late = await post(env, '/add_note', { text: 'y' }, jar);
     assert.equal(late.status, 409);
-    assert.match(String(detailOf(late)), /\/add_note: this session has no state .*never seeded .*already verified, or expired/);
+    assert.match(
+      String(detailOf(late)),
+      /\/add_note: this session has no state .*never seeded .*already verified, or expired/,
+    );
     const again = (await post(env, '/verify', verifyBody(['x']), jar)).json() as Record<string, unknown>;
     assert.equal(again.reward, 0);
     assert.equal(again.session_found, false);
@@ -174,9 +194,18 @@ describe('environment kit', () => {
     assert.deepEqual(toolDetail[0]!.loc, ['body', 'text']);
     assert.match(toolDetail[0]!.msg, /^text: /);
     assert.equal(jar.get(COOKIE) !== undefined, true);
-    assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'gus', notes: [] }, 'a 422 keeps the session');
+    assert.deepEqual(
+      (await post(env, '/read_notes', {}, jar)).json(),
+      { owner: 'gus', notes: [] },
+      'a 422 keeps the session',
+    );
 
-    const verify = await post(env, '/verify', { responses_create_params: { input: 'x' }, response: placeholderResponse() }, jar);
+    const verify = await post(
+      env,
+      '/verify',
+      { responses_create_params: { input: 'x' }, response: placeholderResponse() },
+      jar,
+    );
     assert.equal(verify.status, 422);
     assert.deepEqual((detailOf(verify) as Array<{ loc: unknown[] }>)[0]!.loc, ['body', 'expected_notes']);
 
@@ -215,13 +244,22 @@ describe('environment kit', () => {
     await post(env, '/add_note', { text: 'old' }, jar);
     const before = disposed.length;
     await post(env, '/seed_session', { owner: 'kim' }, jar);
-    await eventually(() => disposed.length === before + 1, { what: 'the replaced state is disposed', timeoutMs: 3_000 });
+    await eventually(() => disposed.length === before + 1, {
+      what: 'the replaced state is disposed',
+      timeoutMs: 3_000,
+    });
     assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo', reason: 'replaced' });
     assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'kim', notes: [] });
   });
 
   it('lets aggregateMetrics add and replace agent metrics', async () => {
-    const rows = [0, 1].map((task) => ({ ...verifyBody([]), _ng_task_index: task, _ng_rollout_index: 0, reward: task, notes_matched: 2 }));
+    const rows = [0, 1].map((task) => ({
+      ...verifyBody([]),
+      _ng_task_index: task,
+      _ng_rollout_index: 0,
+      reward: task,
+      notes_matched: 2,
+    }));
     const res = await post(env, '/aggregate_metrics', { verify_responses: rows });
     assert.equal(res.status, 200);
     const metrics = res.json() as { agent_metrics: Record<string, unknown>; key_metrics: Record<string, unknown> };
@@ -245,7 +283,10 @@ describe('environment kit: session lifetime', () => {
       const jar = new CookieJar();
       await post(env, '/seed_session', { owner: 'abandoned' }, jar);
       assert.equal(env.server.sessions.size, 1);
-      await eventually(() => disposed.length === 1, { what: 'the idle session expires and is disposed', timeoutMs: 3_000 });
+      await eventually(() => disposed.length === 1, {
+        what: 'the idle session expires and is disposed',
+        timeoutMs: 3_000,
+      });
       assert.equal(disposed[0]!.owner, 'abandoned');
       assert.equal(disposed[0]!.reason, 'expired');
       assert.equal(env.server.sessions.size, 0);
@@ -312,7 +353,12 @@ describe('environment kit: session lifetime', () => {
   it('stops waiting for a dispose that never finishes after shutdownWaitMs, and says so', async () => {
     const lines: string[] = [];
     const env = await serveEnvironment(
-      defineEnvironment({ name: 'stuck', createState: () => ({}), verify: () => ({ reward: 0 }), dispose: () => new Promise<void>(() => {}) }),
+      defineEnvironment({
+        name: 'stuck',
+        createState: () => ({}),
+        verify: () => ({ reward: 0 }),
+        dispose: () => new Promise<void>(() => {}),
+      }),
       { shutdownWaitMs: 50, log: (line) => lines.push(line) },
     );
     await post(env, '/seed_session', {});
@@ -326,7 +372,9 @@ describe('environment kit: session lifetime', () => {
         name: 'tally',
         createState: () => ({ n: 0 }),
         initialState: () => ({ n: 0 }),
-        tools: (tool) => ({ bump: tool({ description: 'Add one.', input: z.object({}), run: (_args, { state }) => ({ n: ++state.n }) }) }),
+        tools: (tool) => ({
+          bump: tool({ description: 'Add one.', input: z.object({}), run: (_args, { state }) => ({ n: ++state.n }) }),
+        }),
         verify: () => ({ reward: 0 }),
         sessions: { maxSessions: 1 },
       }),
@@ -359,12 +407,21 @@ describe('environment kit: definitions', () => {
   const noop = { description: '', input: z.object({}), run: () => ({}) };
 
   it('refuses a tool named like a reserved route', () => {
-    assert.throws(() => defineEnvironment({ name: 'x', tools: (tool) => ({ verify: tool(noop) }), verify }), /tool 'verify': the name is reserved/);
-    assert.throws(() => defineEnvironment({ name: 'x', tools: (tool) => ({ seed_session: tool(noop) }), verify }), /reserved/);
+    assert.throws(
+      () => defineEnvironment({ name: 'x', tools: (tool) => ({ verify: tool(noop) }), verify }),
+      /tool 'verify': the name is reserved/,
+    );
+    assert.throws(
+      () => defineEnvironment({ name: 'x', tools: (tool) => ({ seed_session: tool(noop) }), verify }),
+      /reserved/,
+    );
   });
 
   it('refuses a tool name that is not a plain identifier, and a non-object input', () => {
-    assert.throws(() => defineEnvironment({ name: 'x', tools: (tool) => ({ 'a/b': tool(noop) }), verify }), /plain identifier/);
+    assert.throws(
+      () => defineEnvironment({ name: 'x', tools: (tool) => ({ 'a/b': tool(noop) }), verify }),
+      /plain identifier/,
+    );
     assert.throws(
       () => defineEnvironment({ name: 'x', tools: (tool) => ({ t: tool({ ...noop, input: z.string() }) }), verify }),
       /input must be an object schema/,
@@ -383,7 +440,10 @@ describe('environment kit: definitions', () => {
     try {
       const res = await post(env, '/verify', verifyBody([]));
       assert.equal(res.status, 500);
-      assert.match(String(detailOf(res)), /verify\(\) of environment 'broken' returned an invalid outcome: reward must be a finite number/);
+      assert.match(
+        String(detailOf(res)),
+        /verify\(\) of environment 'broken' returned an invalid outcome: reward must be a finite number/,
+      );
       assert.equal(lines.length, 1);
     } finally {
       await env.close();
@@ -413,7 +473,10 @@ describe('environment kit: definitions', () => {
       const bad = await post(env, '/loop', {});
       assert.equal(bad.status, 500);
       assert.match(bad.text(), /the reply could not be built: .*circular/i);
-      assert.ok(bad.setCookies.some((line) => line.startsWith('CyclicResourcesServer___cyclic=')), 'the 500 still carries the session cookie');
+      assert.ok(
+        bad.setCookies.some((line) => line.startsWith('CyclicResourcesServer___cyclic=')),
+        'the 500 still carries the session cookie',
+      );
       assert.deepEqual((await post(env, '/ok', {})).json(), { ok: true });
     } finally {
       await env.close();
@@ -421,7 +484,13 @@ describe('environment kit: definitions', () => {
   });
 
   it('validates the seed row of a stateless environment that declares seedRow', async () => {
-    const env = await serveEnvironment(defineEnvironment({ name: 'quiz', seedRow: z.looseObject({ question_id: z.string() }), verify: () => ({ reward: 0 }) }));
+    const env = await serveEnvironment(
+      defineEnvironment({
+        name: 'quiz',
+        seedRow: z.looseObject({ question_id: z.string() }),
+        verify: () => ({ reward: 0 }),
+      }),
+    );
     try {
       const bad = await post(env, '/seed_session', { question: 1 });
       assert.equal(bad.status, 422);
@@ -443,7 +512,10 @@ describe('environment kit: definitions', () => {
     );
     try {
       assert.equal((await post(env, '/seed_session', { anything: 1 })).status, 200);
-      const body = (await post(env, '/verify', { ...verifyBody([]), expected_answer: 'yes' })).json() as Record<string, unknown>;
+      const body = (await post(env, '/verify', { ...verifyBody([]), expected_answer: 'yes' })).json() as Record<
+        string,
+        unknown
+      >;
       assert.equal(body.reward, 1);
       assert.equal(body.expected_answer, 'yes', 'without dropFields every request field is echoed');
       assert.equal(body.status, placeholderResponse().status);

@@ -51,7 +51,13 @@ export {
   type EnvironmentServerOptions,
   type RunningEnvironment,
 } from './server.js';
-export { SessionStore, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_SESSIONS, type DisposeReason, type SessionOptions } from './sessions.js';
+export {
+  SessionStore,
+  DEFAULT_IDLE_TIMEOUT_SECS,
+  DEFAULT_MAX_SESSIONS,
+  type DisposeReason,
+  type SessionOptions,
+} from './sessions.js';
 export { isMainModule, type ServeContext } from '../server/serve.js';
 export type { CreateParams, ResponseObject } from '../contract/index.js';
 export type { TaskMetricsHook } from '../metrics/metrics.js';

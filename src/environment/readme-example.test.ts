@@ -30,15 +30,27 @@ describe('README: write your own environment', () => {
   it('the example runs: seed, list, complete, a ToolError, verify with reward, extras and the answer key dropped', async () => {
     const proc = await startEnvironmentProcess(readmeExample(), 'todo');
     try {
-      await eventually(() => proc.output().stdout.includes('todo listening on'), { what: `the example listens (stderr: ${proc.output().stderr})`, timeoutMs: 10_000 });
+      await eventually(() => proc.output().stdout.includes('todo listening on'), {
+        what: `the example listens (stderr: ${proc.output().stderr})`,
+        timeoutMs: 10_000,
+      });
       const jar = new CookieJar();
       const post = async (route: string, body: unknown) => {
         const cookie = jar.header();
-        const res = await request(`${proc.url}${route}`, { method: 'POST', json: body, timeoutMs: 2_000, ...(cookie ? { headers: { cookie } } : {}) });
+        const res = await request(`${proc.url}${route}`, {
+          method: 'POST',
+          json: body,
+          timeoutMs: 2_000,
+          ...(cookie ? { headers: { cookie } } : {}),
+        });
         jar.absorb(res.setCookies);
         return res;
       };
-      const row = { responses_create_params: { input: 'finish the report' }, tasks: ['write report', 'book flight'], expected_done: ['write report'] };
+      const row = {
+        responses_create_params: { input: 'finish the report' },
+        tasks: ['write report', 'book flight'],
+        expected_done: ['write report'],
+      };
       assert.equal((await post('/seed_session', row)).status, 200);
       assert.deepEqual((await post('/list_tasks', {})).json(), { open: ['write report', 'book flight'] });
       assert.deepEqual((await post('/complete_task', { task: 'write report' })).json(), { completed: 'write report' });
@@ -48,7 +60,10 @@ describe('README: write your own environment', () => {
       const missing = await post('/complete_task', {});
       assert.equal(missing.status, 422);
 
-      const verified = (await post('/verify', { ...row, response: placeholderResponse() })).json() as Record<string, unknown>;
+      const verified = (await post('/verify', { ...row, response: placeholderResponse() })).json() as Record<
+        string,
+        unknown
+      >;
       assert.equal(verified.reward, 1);
       assert.equal(verified.tasks_done, 1);
       assert.equal(verified.wrong_tasks, 0);

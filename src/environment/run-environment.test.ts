@@ -36,7 +36,11 @@ void runEnvironment((ctx) => defineEnvironment({
 async function startLedger(toolName: string, config: Record<string, unknown> = {}) {
   const disposals = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsgym-ledger-')), 'disposals.txt');
   writeFileSync(disposals, '');
-  const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', { greeting: 'hello from the config', disposals, ...config });
+  const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', {
+    greeting: 'hello from the config',
+    disposals,
+    ...config,
+  });
   return { ...proc, disposals };
 }
 
@@ -44,16 +48,29 @@ describe('runEnvironment in a server process', () => {
   it('serves the config block to the environment and disposes every live session on SIGTERM', async () => {
     const proc = await startLedger('greet');
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), { what: 'the server prints its listening line', timeoutMs: 10_000 });
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), {
+        what: 'the server prints its listening line',
+        timeoutMs: 10_000,
+      });
       const seeded = [];
-      for (let i = 0; i < 2; i++) seeded.push(await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }));
+      for (let i = 0; i < 2; i++)
+        seeded.push(await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }));
       const cookie = seeded[0]!.setCookies[0]!.split(';')[0]!;
-      const greeting = await request(`${proc.url}/greet`, { method: 'POST', json: {}, timeoutMs: 2_000, headers: { cookie } });
+      const greeting = await request(`${proc.url}/greet`, {
+        method: 'POST',
+        json: {},
+        timeoutMs: 2_000,
+        headers: { cookie },
+      });
       assert.deepEqual(greeting.json(), { greeting: 'hello from the config' });
 
       proc.child.kill('SIGTERM');
       assert.equal(await proc.exited, 0, proc.output().stderr);
-      assert.deepEqual(readFileSync(proc.disposals, 'utf8').trim().split('\n'), ['shutdown', 'shutdown'], 'both sessions were disposed before exit');
+      assert.deepEqual(
+        readFileSync(proc.disposals, 'utf8').trim().split('\n'),
+        ['shutdown', 'shutdown'],
+        'both sessions were disposed before exit',
+      );
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -74,9 +91,15 @@ describe('runEnvironment in a server process', () => {
   it('expires a session abandoned by a killed collector after the configured session_idle_timeout_secs', async () => {
     const proc = await startLedger('greet', { session_idle_timeout_secs: 0.2 });
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), { what: 'the server prints its listening line', timeoutMs: 10_000 });
+      await eventually(() => proc.output().stdout.includes('ledger listening on'), {
+        what: 'the server prints its listening line',
+        timeoutMs: 10_000,
+      });
       await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }); // and never verified
-      await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', { what: 'the idle session is disposed as expired', timeoutMs: 10_000 });
+      await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', {
+        what: 'the idle session is disposed as expired',
+        timeoutMs: 10_000,
+      });
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -86,7 +109,10 @@ describe('runEnvironment in a server process', () => {
     const proc = await startLedger('greet', { max_sessions: 'lots' });
     try {
       assert.equal(await proc.exited, 1);
-      assert.match(proc.output().stderr, /^Error: ledger\.resources_servers\.ledger\.max_sessions must be an integer ≥ 1, got "lots"\./);
+      assert.match(
+        proc.output().stderr,
+        /^Error: ledger\.resources_servers\.ledger\.max_sessions must be an integer ≥ 1, got "lots"\./,
+      );
     } finally {
       proc.child.kill('SIGKILL');
     }

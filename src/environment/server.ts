@@ -2,7 +2,13 @@ import { z } from 'zod';
 import type { ResponseObject, CreateParams } from '../contract/index.js';
 import { ConfigError } from '../errors.js';
 import { HttpError, parseBody, type App, type Listening } from '../http/server.js';
-import { createResourcesServer, tool as baseTool, type SessionContext, type Tool, type VerifyResult } from '../server/resources-server.js';
+import {
+  createResourcesServer,
+  tool as baseTool,
+  type SessionContext,
+  type Tool,
+  type VerifyResult,
+} from '../server/resources-server.js';
 import { serveInstance, type ServeContext } from '../server/serve.js';
 import { ToolError, type Environment, type ToolSpec, type VerifyOutcome } from './define.js';
 import { SessionStore, type DisposeReason, type SessionOptions } from './sessions.js';
@@ -44,7 +50,9 @@ export class EnvironmentServer {
     this.instanceName = options.instanceName ?? environment.name;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.shutdownWaitMs = options.shutdownWaitMs ?? 1_500;
-    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) => this.dispose(state, reason));
+    this.sessions = new SessionStore(options.sessions ?? spec.sessions ?? {}, (state, reason) =>
+      this.dispose(state, reason),
+    );
     const stateful = spec.createState !== undefined;
     const tools: Record<string, Tool> = {};
     for (const [name, definition] of environment.tools) tools[name] = this.route(name, definition, stateful);
@@ -79,7 +87,9 @@ export class EnvironmentServer {
     try {
       while (this.pendingDisposals.size > 0) {
         if ((await Promise.race([Promise.all(this.pendingDisposals), deadline])) === 'late') {
-          this.log(`[${this.instanceName}] ${this.pendingDisposals.size} dispose(state) calls still pending after ${this.shutdownWaitMs} ms; stopping anyway`);
+          this.log(
+            `[${this.instanceName}] ${this.pendingDisposals.size} dispose(state) calls still pending after ${this.shutdownWaitMs} ms; stopping anyway`,
+          );
           return;
         }
       }
@@ -199,7 +209,8 @@ export class EnvironmentServer {
 
 /** Why a verify outcome cannot be sent, or undefined when it is fine. */
 function outcomeProblem(outcome: unknown): string | undefined {
-  if (outcome === null || typeof outcome !== 'object' || Array.isArray(outcome)) return 'expected an object { reward, … }';
+  if (outcome === null || typeof outcome !== 'object' || Array.isArray(outcome))
+    return 'expected an object { reward, … }';
   const record = outcome as Record<string, unknown>;
   if (typeof record.reward !== 'number' || !Number.isFinite(record.reward)) {
     return `reward must be a finite number, got ${JSON.stringify(record.reward) ?? 'undefined'}`;
@@ -213,8 +224,10 @@ function outcomeProblem(outcome: unknown): string | undefined {
       return 'reward_components must be an object { name: number }';
     }
     for (const [name, value] of Object.entries(components)) {
-      if (typeof value !== 'number' || !Number.isFinite(value)) return `reward_components.${name} must be a finite number`;
-      if (Object.hasOwn(record, `reward_${name}`)) return `reward_components.${name} collides with the extra 'reward_${name}'`;
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        return `reward_components.${name} must be a finite number`;
+      if (Object.hasOwn(record, `reward_${name}`))
+        return `reward_components.${name} collides with the extra 'reward_${name}'`;
     }
   }
   return undefined;
@@ -265,7 +278,9 @@ function sessionOptionsFromConfig({ instance }: ServeContext): SessionOptions {
   const idle = instance.config.session_idle_timeout_secs;
   if (idle !== undefined && idle !== null) {
     if (typeof idle !== 'number' || !Number.isFinite(idle) || idle <= 0) {
-      throw new ConfigError(`${where}.session_idle_timeout_secs must be a number of seconds > 0, got ${JSON.stringify(idle)}.`);
+      throw new ConfigError(
+        `${where}.session_idle_timeout_secs must be a number of seconds > 0, got ${JSON.stringify(idle)}.`,
+      );
     }
     options.idleTimeoutSecs = idle;
   }

@@ -36,7 +36,8 @@ export class SessionStore<State> {
   ) {
     const idle = options.idleTimeoutSecs ?? DEFAULT_IDLE_TIMEOUT_SECS;
     const max = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    if (!(idle > 0) || !Number.isFinite(idle)) throw new Error(`sessions.idleTimeoutSecs must be a positive number of seconds, got ${idle}`);
+    if (!(idle > 0) || !Number.isFinite(idle))
+      throw new Error(`sessions.idleTimeoutSecs must be a positive number of seconds, got ${idle}`);
     if (!Number.isInteger(max) || max < 1) throw new Error(`sessions.maxSessions must be an integer ≥ 1, got ${max}`);
     this.idleMs = idle * 1000;
     this.touchSlackMs = Math.min(1000, this.idleMs / 100);

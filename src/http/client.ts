@@ -152,7 +152,9 @@ function classify(err: unknown): TransportErrorKind {
   return 'other';
 }
 
-const { parseHeaders } = requireUndici('undici/lib/core/util.js') as { parseHeaders: (raw: Buffer[]) => Record<string, string | string[]> };
+const { parseHeaders } = requireUndici('undici/lib/core/util.js') as {
+  parseHeaders: (raw: Buffer[]) => Record<string, string | string[]>;
+};
 const { RequestAbortedError } = requireUndici('undici/lib/core/errors.js') as { RequestAbortedError: new () => Error };
 
 /** The origin and path of a URL, parsed once per distinct URL (a process calls a handful, each many times). */
@@ -261,7 +263,12 @@ class Exchange {
     this.options.jar?.absorb(this.setCookies);
     const whole = this.whole;
     // The chunks are views of the connection's read buffers: copied out, as a stream consumer would.
-    const payload = whole !== undefined ? (this.size === whole.length ? whole : whole.subarray(0, this.size)) : Buffer.concat(this.chunks, this.size);
+    const payload =
+      whole !== undefined
+        ? this.size === whole.length
+          ? whole
+          : whole.subarray(0, this.size)
+        : Buffer.concat(this.chunks, this.size);
     this.chunks = [];
     let decoded: string | undefined;
     this.resolve({
@@ -299,11 +306,23 @@ class Exchange {
     }
   }
 
-  private failure(kind: TransportErrorKind, message: string, cause: unknown, phase: 'headers' | 'body'): HttpTransportError {
+  private failure(
+    kind: TransportErrorKind,
+    message: string,
+    cause: unknown,
+    phase: 'headers' | 'body',
+  ): HttpTransportError {
     if (this.timedOut) {
-      return new HttpTransportError('timeout', this.url, `timed out after ${this.options.timeoutMs / 1000}s`, cause, phase);
+      return new HttpTransportError(
+        'timeout',
+        this.url,
+        `timed out after ${this.options.timeoutMs / 1000}s`,
+        cause,
+        phase,
+      );
     }
-    if (this.options.signal?.aborted) return new HttpTransportError('aborted', this.url, 'request aborted', cause, phase);
+    if (this.options.signal?.aborted)
+      return new HttpTransportError('aborted', this.url, 'request aborted', cause, phase);
     return new HttpTransportError(kind, this.url, message, cause, phase);
   }
 
@@ -313,11 +332,11 @@ class Exchange {
   }
 }
 
-
 /** One HTTP exchange. Never follows redirects: a 3xx comes back as a response for the caller to judge. */
 export function request(url: string, options: RequestOptions): Promise<HttpResponse> {
   let body: string | Buffer | undefined;
-  if (options.jsonText !== undefined) body = typeof options.jsonText === 'string' ? exactUtf8(options.jsonText) : options.jsonText;
+  if (options.jsonText !== undefined)
+    body = typeof options.jsonText === 'string' ? exactUtf8(options.jsonText) : options.jsonText;
   else if (options.json !== undefined) body = exactUtf8(JSON.stringify(options.json));
   // Headers as undici's flat [name, value, …] list: no object is built and walked per exchange.
   // The body's content type and the jar's cookies replace a caller's header of the same name.
@@ -337,7 +356,13 @@ export function request(url: string, options: RequestOptions): Promise<HttpRespo
     const exchange = new Exchange(url, options, resolve, reject);
     try {
       (options.dispatcher ?? dispatcher()).dispatch(
-        { origin: target.origin, path: target.path, method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, body: body ?? null },
+        {
+          origin: target.origin,
+          path: target.path,
+          method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+          headers,
+          body: body ?? null,
+        },
         exchange as unknown as Dispatcher.DispatchHandler,
       );
     } catch (err) {
@@ -385,8 +410,7 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export const isConnectError = (err: unknown): boolean =>
-  err instanceof HttpTransportError && err.kind === 'connect';
+export const isConnectError = (err: unknown): boolean => err instanceof HttpTransportError && err.kind === 'connect';
 
 /** Failures that happen while opening the connection: the request cannot have reached the server. */
 const NEVER_DELIVERED_CODES = new Set([

@@ -136,7 +136,10 @@ describe('http server', () => {
     small.post('/echo', (req) => ({ body: { got: req.json() ?? null } }));
     const server = await small.listen(0, '127.0.0.1');
     try {
-      const deep = await request(`${server.url}/echo`, { jsonText: '['.repeat(521) + ']'.repeat(521), timeoutMs: 2_000 });
+      const deep = await request(`${server.url}/echo`, {
+        jsonText: '['.repeat(521) + ']'.repeat(521),
+        timeoutMs: 2_000,
+      });
       assert.equal(deep.status, 400);
       assert.match((deep.json() as { detail: string }).detail, /nested deeper than 520 levels/);
       const ok = await request(`${server.url}/echo`, { jsonText: '['.repeat(519) + ']'.repeat(519), timeoutMs: 2_000 });

@@ -402,11 +402,15 @@ export function guardProcess(name: string): void {
   if (guarded) return;
   guarded = true;
   process.on('uncaughtException', (err, origin) => {
-    process.stderr.write(`[${name}] fatal ${origin} (the process exits for the supervisor to restart it): ${stackOf(err)}\n`);
+    process.stderr.write(
+      `[${name}] fatal ${origin} (the process exits for the supervisor to restart it): ${stackOf(err)}\n`,
+    );
     process.exit(70);
   });
   process.on('unhandledRejection', (reason) => {
-    process.stderr.write(`[${name}] unhandled promise rejection (logged; the server keeps serving): ${stackOf(reason)}\n`);
+    process.stderr.write(
+      `[${name}] unhandled promise rejection (logged; the server keeps serving): ${stackOf(reason)}\n`,
+    );
   });
 }
 

@@ -91,7 +91,10 @@ export function parseServiceAuth(
         );
       }
       if (Object.hasOwn(auth.headers, lower)) {
-        throw new ConfigError(`${where('agent_headers')} sets ${name} twice (header names are case-insensitive).`, 'REMOTE_AGENT_HEADERS');
+        throw new ConfigError(
+          `${where('agent_headers')} sets ${name} twice (header names are case-insensitive).`,
+          'REMOTE_AGENT_HEADERS',
+        );
       }
       auth.headers[lower] = value;
       auth.secrets.push(value);
@@ -123,7 +126,10 @@ function parseHeaderMap(raw: unknown, where: string): Array<[string, string]> {
   }
   const entries = Object.entries(raw as Record<string, unknown>);
   if (entries.length > MAX_HEADERS) {
-    throw new ConfigError(`${where} sets ${entries.length} headers; at most ${MAX_HEADERS} are allowed.`, 'REMOTE_AGENT_HEADERS');
+    throw new ConfigError(
+      `${where} sets ${entries.length} headers; at most ${MAX_HEADERS} are allowed.`,
+      'REMOTE_AGENT_HEADERS',
+    );
   }
   return entries.map(([name, value]) => {
     if (!HEADER_NAME.test(name)) {
@@ -162,14 +168,24 @@ function checkHeaderValue(value: string, what: string): void {
     );
   }
   if (Buffer.byteLength(value, 'latin1') > MAX_HEADER_VALUE_BYTES) {
-    throw new ConfigError(`${what} is longer than ${MAX_HEADER_VALUE_BYTES} bytes (value not shown).`, 'REMOTE_AGENT_HEADERS');
+    throw new ConfigError(
+      `${what} is longer than ${MAX_HEADER_VALUE_BYTES} bytes (value not shown).`,
+      'REMOTE_AGENT_HEADERS',
+    );
   }
 }
 
 /** A PEM bundle with at least one certificate; the error names the key and the path. */
-export function readCaFile(raw: unknown, where: string, baseDir: string = process.cwd()): { file: string; pem: string } {
+export function readCaFile(
+  raw: unknown,
+  where: string,
+  baseDir: string = process.cwd(),
+): { file: string; pem: string } {
   if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new ConfigError(`${where} must be the path of a PEM file holding your CA certificate(s).`, 'REMOTE_AGENT_CA_FILE');
+    throw new ConfigError(
+      `${where} must be the path of a PEM file holding your CA certificate(s).`,
+      'REMOTE_AGENT_CA_FILE',
+    );
   }
   const file = path.resolve(baseDir, raw.trim());
   let pem: string;
@@ -177,7 +193,12 @@ export function readCaFile(raw: unknown, where: string, baseDir: string = proces
     pem = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? String(err)})`;
+    const reason =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : `cannot be read (${code ?? String(err)})`;
     throw new ConfigError(
       `${where} = ${file} ${reason}. Point it at the PEM file of the CA that signed your service's certificate.`,
       'REMOTE_AGENT_CA_FILE',

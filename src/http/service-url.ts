@@ -42,7 +42,10 @@ export function normalizeAgentBaseUrl(raw: unknown, where: string): string {
   try {
     url = new URL(text);
   } catch {
-    return reject('it is not a valid URL (check the host and the port number)', 'Use e.g. http://your-agent-host:9000.');
+    return reject(
+      'it is not a valid URL (check the host and the port number)',
+      'Use e.g. http://your-agent-host:9000.',
+    );
   }
   if (url.pathname.includes(';')) reject('its path has ";" parameters', 'Remove the ";…" part of the path.');
   if (url.hostname === '') reject('it has no host', 'Use e.g. http://your-agent-host:9000.');

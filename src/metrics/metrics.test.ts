@@ -12,7 +12,12 @@ const close = (actual: unknown, expected: number, what: string): void => {
 };
 
 const usage = (input: number, output: number) => ({
-  usage: { input_tokens: input, output_tokens: output, total_tokens: input + output, input_tokens_details: { cached_tokens: 0 } },
+  usage: {
+    input_tokens: input,
+    output_tokens: output,
+    total_tokens: input + output,
+    input_tokens_details: { cached_tokens: 0 },
+  },
 });
 
 describe('computeAggregateMetrics', () => {
@@ -43,13 +48,38 @@ describe('computeAggregateMetrics', () => {
     assert.equal(task1['std/output_tokens'], 0);
     assert.equal(task1['median/total_tokens'], 7);
     assert.equal(task1['mean/passed'], 0.5);
-    assert.deepEqual(Object.keys(task1).slice(0, 6), ['_ng_task_index', 'mean/reward', 'mean/passed', 'mean/input_tokens', 'mean/output_tokens', 'mean/total_tokens']);
+    assert.deepEqual(Object.keys(task1).slice(0, 6), [
+      '_ng_task_index',
+      'mean/reward',
+      'mean/passed',
+      'mean/input_tokens',
+      'mean/output_tokens',
+      'mean/total_tokens',
+    ]);
     assert.deepEqual(task1.sample, { agent_ref: { name: 'agent' } });
     assert.equal(task1.num_rollouts, 2);
     assert.equal(task1.reward_profile_completion_pct, 100);
     assert.deepEqual(task1.rollout_infos, [
-      { rollout_id: '1:0', _ng_task_index: 1, _ng_rollout_index: 0, reward: 1, input_tokens: 6, output_tokens: 2, total_tokens: 8, passed: 1 },
-      { rollout_id: '1:1', _ng_task_index: 1, _ng_rollout_index: 1, reward: 0, input_tokens: 4, output_tokens: 2, total_tokens: 6, passed: 0 },
+      {
+        rollout_id: '1:0',
+        _ng_task_index: 1,
+        _ng_rollout_index: 0,
+        reward: 1,
+        input_tokens: 6,
+        output_tokens: 2,
+        total_tokens: 8,
+        passed: 1,
+      },
+      {
+        rollout_id: '1:1',
+        _ng_task_index: 1,
+        _ng_rollout_index: 1,
+        reward: 0,
+        input_tokens: 4,
+        output_tokens: 2,
+        total_tokens: 6,
+        passed: 0,
+      },
     ]);
 
     close(m.agent_metrics['mean/reward'], 2 / 3, 'agent mean/reward');
@@ -61,18 +91,18 @@ describe('computeAggregateMetrics', () => {
     assert.equal(m.agent_metrics['mean/_ng_task_index'], undefined, 'the indices are keys, not columns');
     const statOrder = Object.keys(m.agent_metrics).map((key) => key.split('/')[0]);
     assert.deepEqual([...new Set(statOrder)], ['mean', 'max', 'min', 'median', 'std']);
-    assert.deepEqual(Object.keys(m.key_metrics), ['mean/reward', 'mean/passed', 'mean/input_tokens', 'mean/output_tokens', 'mean/total_tokens']);
+    assert.deepEqual(Object.keys(m.key_metrics), [
+      'mean/reward',
+      'mean/passed',
+      'mean/input_tokens',
+      'mean/output_tokens',
+      'mean/total_tokens',
+    ]);
     assert.deepEqual(computeAggregateMetrics([...results].reverse()), m);
   });
 
   test('an undefined std is omitted when other stds in the group are defined, and a column missing from a group has no stats there', () => {
-    const stats = describeStats(
-      [
-        { reward: 1, score: 3 },
-        { reward: 0 },
-      ],
-      ['reward', 'score'],
-    );
+    const stats = describeStats([{ reward: 1, score: 3 }, { reward: 0 }], ['reward', 'score']);
     close(stats['std/reward'], SQRT_HALF, 'std/reward');
     assert.equal(stats['std/score'], undefined);
     assert.equal(stats['mean/score'], 3);
@@ -83,11 +113,21 @@ describe('computeAggregateMetrics', () => {
   });
 
   test('numericFields keeps numbers and booleans, drops strings and objects, and lets usage win a clash', () => {
-    assert.deepEqual(numericFields({ reward: true, a: 'x', b: null, c: [1], d: 2.5, response: { usage: { input_tokens: 3, d: 9, input_tokens_details: { cached_tokens: 1 } } } }), {
-      reward: 1,
-      d: 9,
-      input_tokens: 3,
-    });
+    assert.deepEqual(
+      numericFields({
+        reward: true,
+        a: 'x',
+        b: null,
+        c: [1],
+        d: 2.5,
+        response: { usage: { input_tokens: 3, d: 9, input_tokens_details: { cached_tokens: 1 } } },
+      }),
+      {
+        reward: 1,
+        d: 9,
+        input_tokens: 3,
+      },
+    );
   });
 
   test('a computeMetrics hook sees tasks in order, its per_task_metrics land on the groups, the rest on agent_metrics', () => {
@@ -105,7 +145,10 @@ describe('computeAggregateMetrics', () => {
   });
 
   test('duplicate rollout keys are refused', () => {
-    assert.throws(() => computeAggregateMetrics([{ reward: 1 }, { reward: 0 }]), /Duplicate result row for rollout key \(0, 0\)/);
+    assert.throws(
+      () => computeAggregateMetrics([{ reward: 1 }, { reward: 0 }]),
+      /Duplicate result row for rollout key \(0, 0\)/,
+    );
   });
 });
 
@@ -161,13 +204,7 @@ describe('pass@k helpers', () => {
   });
 
   test('subset metrics are prefixed by the subset value', () => {
-    const m = computeSubsetMetrics(
-      [
-        [{ reward: 1, level: 'easy' }],
-        [{ reward: 0, level: 'hard' }],
-      ],
-      'level',
-    );
+    const m = computeSubsetMetrics([[{ reward: 1, level: 'easy' }], [{ reward: 0, level: 'hard' }]], 'level');
     assert.equal(m['easy/pass@1/accuracy'], 100);
     assert.equal(m['hard/pass@1/accuracy'], 0);
     assert.equal(m['easy/per_sample_aggregate'], undefined);

@@ -52,7 +52,11 @@ export function formatKey(task: number, rollout: number): string {
  * numeric fields.
  */
 function rolloutInfo(entry: KeyedResult): Row {
-  const info: Row = { rollout_id: `${entry.task}:${entry.rollout}`, [TASK_INDEX]: entry.task, [ROLLOUT_INDEX]: entry.rollout };
+  const info: Row = {
+    rollout_id: `${entry.task}:${entry.rollout}`,
+    [TASK_INDEX]: entry.task,
+    [ROLLOUT_INDEX]: entry.rollout,
+  };
   if (entry.values.reward !== undefined) info.reward = entry.values.reward;
   for (const [key, value] of Object.entries(usageFields(entry.result))) info[key] ??= value;
   for (const [key, value] of Object.entries(entry.values)) info[key] ??= value;
@@ -120,9 +124,14 @@ function indexOf(value: unknown): number {
  * The `/aggregate_metrics` computation. Results are put in (task, rollout) order first, so the answer does not
  * depend on the order they arrive in (a sharded collection aggregates to the same numbers as a single run).
  */
-export function computeAggregateMetrics(verifyResponses: readonly Row[], computeMetrics?: TaskMetricsHook): AggregateMetrics {
+export function computeAggregateMetrics(
+  verifyResponses: readonly Row[],
+  computeMetrics?: TaskMetricsHook,
+): AggregateMetrics {
   if (verifyResponses.length === 0) return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
-  const sorted = sortUnique(verifyResponses.map((vr) => keyedResult(vr, indexOf(vr[TASK_INDEX]), indexOf(vr[ROLLOUT_INDEX]))));
+  const sorted = sortUnique(
+    verifyResponses.map((vr) => keyedResult(vr, indexOf(vr[TASK_INDEX]), indexOf(vr[ROLLOUT_INDEX]))),
+  );
   const groups = describeTasks(sorted);
 
   const groupLevel: Row[] = groups.map((group) => ({
@@ -143,7 +152,8 @@ export function computeAggregateMetrics(verifyResponses: readonly Row[], compute
     delete custom.per_task_metrics;
     if (Array.isArray(perTask)) {
       const byTask = new Map<unknown, Row>();
-      for (const item of perTask) if (item && typeof item === 'object') byTask.set((item as Row)[TASK_INDEX], item as Row);
+      for (const item of perTask)
+        if (item && typeof item === 'object') byTask.set((item as Row)[TASK_INDEX], item as Row);
       for (const group of groupLevel) {
         const extra = byTask.get(group[TASK_INDEX]);
         if (!extra) continue;

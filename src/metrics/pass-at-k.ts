@@ -46,7 +46,10 @@ function passAtKUnbiased(n: number, incorrect: number, k: number): number {
 
 const percentMean = (values: readonly number[]): number => 100 * mean(values);
 
-export function computePassMajorityMetrics(tasks: readonly (readonly Row[])[], options: PassMajorityOptions = {}): PassMajorityResult {
+export function computePassMajorityMetrics(
+  tasks: readonly (readonly Row[])[],
+  options: PassMajorityOptions = {},
+): PassMajorityResult {
   if (tasks.length === 0) return { metrics: {}, scores: [], scoreNames: [], maxK: 0 };
   const scoreFn = options.scoreFn ?? defaultScoreFn;
   const { answerKey } = options;
@@ -83,7 +86,10 @@ export function computePassMajorityMetrics(tasks: readonly (readonly Row[])[], o
           if (binary) passValues.push(passAtKUnbiased(vals.length, vals.filter((v) => v === 0).length, k));
           else passValues.push(Math.max(...vals.slice(0, k)));
         }
-        const firstK = taskScores.slice(0, k).filter((s) => name in s).map((s) => s[name]!);
+        const firstK = taskScores
+          .slice(0, k)
+          .filter((s) => name in s)
+          .map((s) => s[name]!);
         if (firstK.length > 0) avgValues.push(mean(firstK));
       }
       if (passValues.length > 0) metrics[`pass@${k}/${name}`] = percentMean(passValues);
@@ -100,7 +106,9 @@ export function computePassMajorityMetrics(tasks: readonly (readonly Row[])[], o
   const perSample: Record<string, number[]> = {};
   for (let run = 0; run < maxK; run++) {
     for (const name of scoreNames) {
-      const runScores = scores.filter((task) => run < task.length && name in task[run]!).map((task) => task[run]![name]!);
+      const runScores = scores
+        .filter((task) => run < task.length && name in task[run]!)
+        .map((task) => task[run]![name]!);
       if (runScores.length > 0) (perSample[name] ??= []).push(percentMean(runScores));
     }
   }
@@ -119,7 +127,12 @@ export function computePassMajorityMetrics(tasks: readonly (readonly Row[])[], o
 }
 
 /** Majority vote over the first k (answer, score) pairs with an answer: the mean score of the pairs tied first. */
-function majorityValue(taskScores: readonly Scores[], taskAnswers: readonly unknown[], name: string, k: number): number {
+function majorityValue(
+  taskScores: readonly Scores[],
+  taskAnswers: readonly unknown[],
+  name: string,
+  k: number,
+): number {
   const counts = new Map<string, { count: number; score: number }>();
   for (let i = 0; i < Math.min(k, taskScores.length); i++) {
     const answer = taskAnswers[i];
@@ -142,7 +155,10 @@ export function addAvgSampleStdDev(result: PassMajorityResult): void {
     for (const name of result.scoreNames) {
       const stds: number[] = [];
       for (const taskScores of result.scores) {
-        const vals = taskScores.slice(0, k).filter((s) => name in s).map((s) => s[name]!);
+        const vals = taskScores
+          .slice(0, k)
+          .filter((s) => name in s)
+          .map((s) => s[name]!);
         if (vals.length >= 2) stds.push(sampleStd(vals));
       }
       if (stds.length > 0) result.metrics[`pass@1[avg-of-${k}]/${name}/avg_sample_std_dev`] = mean(stds);

@@ -12,7 +12,9 @@ const close = (actual: unknown, expected: number, what: string): void => {
 
 let dir = '';
 const file = (name: string): string => path.join(dir, name);
-const usage = (input: number, output: number) => ({ usage: { input_tokens: input, output_tokens: output, total_tokens: input + output } });
+const usage = (input: number, output: number) => ({
+  usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+});
 
 function writeLines(target: string, lines: string[]): void {
   writeFileSync(target, lines.map((line) => `${line}\n`).join(''));
@@ -25,7 +27,15 @@ function writeLines(target: string, lines: string[]): void {
  */
 before(() => {
   dir = tempDir('tsgym-profile-');
-  const inputs = [0, 1, 2].flatMap((task) => [0, 1].map((rollout) => ({ responses_create_params: { input: `task ${task}` }, q: task, agent_ref: { name: 'a' }, _ng_task_index: task, _ng_rollout_index: rollout })));
+  const inputs = [0, 1, 2].flatMap((task) =>
+    [0, 1].map((rollout) => ({
+      responses_create_params: { input: `task ${task}` },
+      q: task,
+      agent_ref: { name: 'a' },
+      _ng_task_index: task,
+      _ng_rollout_index: rollout,
+    })),
+  );
   writeJsonl(file('r_materialized_inputs.jsonl'), inputs);
   writeLines(file('r.jsonl'), [
     // Written in completion order, and one reward as Python writes it (1.0).
@@ -34,25 +44,60 @@ before(() => {
     `{"reward":1,"score":0.5,"passed":true,"response":${JSON.stringify(usage(10, 4))},"_ng_task_index":0,"_ng_rollout_index":0,"agent_ref":{"name":"a"}}`,
   ]);
   writeJsonl(file('r_failures.jsonl'), [
-    { reward: 0, error: 'HTTP 500', _ng_failure_class: 'remote_agent_error', _ng_task_index: 1, _ng_rollout_index: 1, agent_ref: { name: 'a' } },
-    { reward: 0, error: 'bad object', _ng_failure_class: 'remote_agent_error', _ng_failure_terminal: true, _ng_task_index: 2, _ng_rollout_index: 1, agent_ref: { name: 'a' } },
+    {
+      reward: 0,
+      error: 'HTTP 500',
+      _ng_failure_class: 'remote_agent_error',
+      _ng_task_index: 1,
+      _ng_rollout_index: 1,
+      agent_ref: { name: 'a' },
+    },
+    {
+      reward: 0,
+      error: 'bad object',
+      _ng_failure_class: 'remote_agent_error',
+      _ng_failure_terminal: true,
+      _ng_task_index: 2,
+      _ng_rollout_index: 1,
+      agent_ref: { name: 'a' },
+    },
   ]);
 });
 
 test('keys in neither the rollouts nor the sidecar stop the profile unless ++allow_partial_rollouts=true', async () => {
   const res = await runGym(['eval', 'profile', '--rollouts', 'r.jsonl'], { cwd: dir });
   assert.equal(res.code, 1);
-  assert.match(res.stderr, /Missing rollout results for 1 materialized input rows .*Missing rollout keys: \[\(2, 0\)\]/s);
+  assert.match(
+    res.stderr,
+    /Missing rollout results for 1 materialized input rows .*Missing rollout keys: \[\(2, 0\)\]/s,
+  );
   assert.match(res.stderr, /Use \+\+allow_partial_rollouts=True/);
 });
 
 test('per task and per agent statistics, pass@k and the outcome counts match hand-computed values', async () => {
-  const res = await runGym(['eval', 'profile', '--inputs', 'r_materialized_inputs.jsonl', '--rollouts', 'r.jsonl', '++allow_partial_rollouts=true'], { cwd: dir });
+  const res = await runGym(
+    [
+      'eval',
+      'profile',
+      '--inputs',
+      'r_materialized_inputs.jsonl',
+      '--rollouts',
+      'r.jsonl',
+      '++allow_partial_rollouts=true',
+    ],
+    { cwd: dir },
+  );
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stdout, /Reward profile completion: 3\/6 rollout rows \(50\.00%\)/);
   assert.match(res.stdout, /Input rows: 3 total; 1 complete; 1 partial; 1 without rollouts dropped from output\./);
-  assert.match(res.stdout, /Agent a: 3 tasks, 6 rollouts expected: 3 completed, 2 failed \(1 retryable, 1 terminal\), 1 missing\./);
-  assert.match(res.stdout, /mean reward 0\.6667 over 3 completed; 0\.4000 over 5 attempted with failures counted as 0\./);
+  assert.match(
+    res.stdout,
+    /Agent a: 3 tasks, 6 rollouts expected: 3 completed, 2 failed \(1 retryable, 1 terminal\), 1 missing\./,
+  );
+  assert.match(
+    res.stdout,
+    /mean reward 0\.6667 over 3 completed; 0\.4000 over 5 attempted with failures counted as 0\./,
+  );
   assert.match(res.stdout, /^ {2}reward +0\.6667 +1 +0 +1 +0\.5774$/m);
 
   const groups = readJsonl(file('r_reward_profiling.jsonl'));
@@ -109,7 +154,9 @@ test('per task and per agent statistics, pass@k and the outcome counts match han
 });
 
 test('--json prints one JSON object for machines', async () => {
-  const res = await runGym(['eval', 'profile', '--rollouts', 'r.jsonl', '++allow_partial_rollouts=true', '--json'], { cwd: dir });
+  const res = await runGym(['eval', 'profile', '--rollouts', 'r.jsonl', '++allow_partial_rollouts=true', '--json'], {
+    cwd: dir,
+  });
   assert.equal(res.code, 0, res.stderr);
   const report = JSON.parse(res.stdout) as {
     completion: Record<string, number>;

@@ -7,9 +7,25 @@ import { existsSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import { scanRowsFile, writeFileAtomic } from '../runfiles/jsonl.js';
 import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
-import { agentNameOfRow, countsJson, LedgerBuilder, rewardOf, type OutcomeCounts, type OutcomeLedger } from '../runfiles/outcomes.js';
+import {
+  agentNameOfRow,
+  countsJson,
+  LedgerBuilder,
+  rewardOf,
+  type OutcomeCounts,
+  type OutcomeLedger,
+} from '../runfiles/outcomes.js';
 import { failuresPathFor, profilePaths } from '../runfiles/paths.js';
-import { compareKeys, describeAll, describeTasks, formatKey, keyedResult, ROLLOUT_INDEX, TASK_INDEX, type KeyedResult } from '../metrics/metrics.js';
+import {
+  compareKeys,
+  describeAll,
+  describeTasks,
+  formatKey,
+  keyedResult,
+  ROLLOUT_INDEX,
+  TASK_INDEX,
+  type KeyedResult,
+} from '../metrics/metrics.js';
 import type { Row } from '../runfiles/row.js';
 import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
 
@@ -46,7 +62,11 @@ export interface ProfileReport {
 const SHOWN_KEYS = 10;
 
 function requireFile(file: string, flag: string): void {
-  if (!existsSync(file)) throw new ConfigError(`Input file not found: '${file}' (${flag}). Check the path is spelled correctly.`, 'GYM_CONFIG_INPUT_MISSING');
+  if (!existsSync(file))
+    throw new ConfigError(
+      `Input file not found: '${file}' (${flag}). Check the path is spelled correctly.`,
+      'GYM_CONFIG_INPUT_MISSING',
+    );
 }
 
 function keyList(keys: Array<{ task: number; rollout: number }>): string {
@@ -92,7 +112,11 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
 
   const inputs = await scanRowsFile(inputsPath, (row, line) => {
     const { task, rollout } = requireKey(inputsPath, line.lineNo, row);
-    if (builder.has(task, rollout)) throw new ConfigError(`Duplicate materialized input row for rollout key ${formatKey(task, rollout)} (${inputsPath}:${line.lineNo}).`, 'GYM_PROFILE_DUPLICATE');
+    if (builder.has(task, rollout))
+      throw new ConfigError(
+        `Duplicate materialized input row for rollout key ${formatKey(task, rollout)} (${inputsPath}:${line.lineNo}).`,
+        'GYM_PROFILE_DUPLICATE',
+      );
     const agent = agentNameOfRow(row);
     builder.expected(task, rollout, agent);
     if (!agentIds.has(agent)) agentIds.set(agent, agentNames.push(agent) - 1);
@@ -102,11 +126,26 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
       const sample = { ...row };
       delete sample[TASK_INDEX];
       delete sample[ROLLOUT_INDEX];
-      tasks.set(task, (facts = { sample, expected: 0, failedRetryable: 0, failedTerminal: 0, missing: 0, rewardSum: 0, completed: 0 }));
+      tasks.set(
+        task,
+        (facts = {
+          sample,
+          expected: 0,
+          failedRetryable: 0,
+          failedTerminal: 0,
+          missing: 0,
+          rewardSum: 0,
+          completed: 0,
+        }),
+      );
     }
     facts.expected++;
   });
-  if (inputs.torn) throw new ConfigError(`${inputsPath}:${inputs.torn.lineNo}: the last line is incomplete; this materialized inputs file is damaged.`, 'GYM_PROFILE_TORN');
+  if (inputs.torn)
+    throw new ConfigError(
+      `${inputsPath}:${inputs.torn.lineNo}: the last line is incomplete; this materialized inputs file is damaged.`,
+      'GYM_PROFILE_TORN',
+    );
 
   const results: Array<KeyedResult & { agent: string }> = [];
   const extra: Array<{ task: number; rollout: number }> = [];
@@ -114,7 +153,11 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
   const seen = new RolloutKeyTable();
   const rollouts = await scanRowsFile(rolloutsPath, (row, line) => {
     const { task, rollout } = requireKey(rolloutsPath, line.lineNo, row);
-    if (seen.get(task, rollout) !== undefined) throw new ConfigError(`Duplicate result row for rollout key ${formatKey(task, rollout)} (${rolloutsPath}:${line.lineNo}).`, 'GYM_PROFILE_DUPLICATE');
+    if (seen.get(task, rollout) !== undefined)
+      throw new ConfigError(
+        `Duplicate result row for rollout key ${formatKey(task, rollout)} (${rolloutsPath}:${line.lineNo}).`,
+        'GYM_PROFILE_DUPLICATE',
+      );
     seen.set(task, rollout, 1);
     const agentId = agentOfKey.get(task, rollout);
     if (agentId === undefined) {
@@ -126,7 +169,10 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
     builder.completed(task, rollout, agent, rewardOf(row));
     results.push({ ...keyedResult(row, task, rollout), agent });
   });
-  if (rollouts.torn) options.warn(`Ignoring the torn last line of ${rolloutsPath} (line ${rollouts.torn.lineNo}, left by an interrupted run).`);
+  if (rollouts.torn)
+    options.warn(
+      `Ignoring the torn last line of ${rolloutsPath} (line ${rollouts.torn.lineNo}, left by an interrupted run).`,
+    );
   if (extraCount > 0) {
     throw new ConfigError(
       `Rollout results contain rows with no matching materialized input rows. Found ${extraCount} extra rollout rows. Extra rollout keys: ${keyList(extra)}. Check that --inputs and --rollouts come from the same run.`,
@@ -142,7 +188,10 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
       if (!isRolloutKey(task, rollout) || !builder.isExpected(task, rollout as number)) return;
       builder.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
     });
-    if (failures.torn) options.warn(`Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`);
+    if (failures.torn)
+      options.warn(
+        `Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`,
+      );
   }
 
   const missing: Array<{ task: number; rollout: number }> = [];
@@ -201,7 +250,12 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
       byTask.set(entry.task, list);
     }
     const passAtK = computePassMajorityMetrics([...byTask.values()]).metrics;
-    return { ...describeAll(mine), ...passAtK, rollout_counts: countsJson(ledger.counts(agent)), agent_ref: { name: agent } };
+    return {
+      ...describeAll(mine),
+      ...passAtK,
+      rollout_counts: countsJson(ledger.counts(agent)),
+      agent_ref: { name: agent },
+    };
   });
 
   const overall = ledger.total();
@@ -252,7 +306,12 @@ function statColumns(entry: Row): string[] {
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd());
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function describeProfile(report: ProfileReport): string[] {
@@ -275,7 +334,10 @@ export function describeProfile(report: ProfileReport): string[] {
     );
     const columns = statColumns(agent);
     if (columns.length > 0) {
-      const rows = [['  metric', ...STAT_NAMES], ...columns.map((column) => [`  ${column}`, ...STAT_NAMES.map((stat) => num(agent[`${stat}/${column}`]))])];
+      const rows = [
+        ['  metric', ...STAT_NAMES],
+        ...columns.map((column) => [`  ${column}`, ...STAT_NAMES.map((stat) => num(agent[`${stat}/${column}`]))]),
+      ];
       lines.push(...table(rows));
     }
     const passKeys = Object.keys(agent).filter((key) => /^pass@\d+\/|^pass@1\[avg-of-\d+\]\/[^/]+$/.test(key));

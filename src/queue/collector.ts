@@ -17,14 +17,17 @@ export async function collectWithBackend(global: GlobalConfig, options: CollectO
   const { createRedisBackend } = await import('./redis-queue.js');
   const backend = createRedisBackend({
     ...settings,
-    runId: async () => runIdOf(config.outputPath, await fileDigest(artifactPaths(config.outputPath).materializedInputs)),
+    runId: async () =>
+      runIdOf(config.outputPath, await fileDigest(artifactPaths(config.outputPath).materializedInputs)),
     output: config.outputPath,
     resume: config.resume,
     runTimeoutMs: config.runTimeoutMs,
     resumeCommand: options.resumeCommand ?? 'the same command plus --resume (+resume_from_cache=true)',
     warn: io.warn,
   });
-  io.out(`Distributing rollouts through Redis at ${address.url}: start gym worker --queue ${address.url} on each machine with an environment.`);
+  io.out(
+    `Distributing rollouts through Redis at ${address.url}: start gym worker --queue ${address.url} on each machine with an environment.`,
+  );
   try {
     return await collectRollouts({ ...options, createQueue: backend.create, progressDetail: backend.describe });
   } finally {

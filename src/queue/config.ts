@@ -5,7 +5,13 @@
  */
 import type { GlobalConfig } from '../config/types.js';
 import { ConfigError } from '../errors.js';
-import { DEFAULT_OUTAGE_SECS, DEFAULT_STALL_SECS, defaultWorkerId, parseQueueUrl, type QueueAddress } from './protocol.js';
+import {
+  DEFAULT_OUTAGE_SECS,
+  DEFAULT_STALL_SECS,
+  defaultWorkerId,
+  parseQueueUrl,
+  type QueueAddress,
+} from './protocol.js';
 
 export const DEFAULT_WORKER_CONCURRENCY = 16;
 export const DEFAULT_DRAIN_SECS = 30;
@@ -15,7 +21,10 @@ export const DEFAULT_WORKER_AGENT_WAIT_SECS = 10;
 function seconds(config: GlobalConfig, key: string, fallback: number): number {
   const value = config[key] ?? fallback;
   if (typeof value !== 'number' || !(value > 0)) {
-    throw new ConfigError(`Config value '${key}' must be a number of seconds > 0, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value '${key}' must be a number of seconds > 0, got ${JSON.stringify(value)}.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   return value;
 }
@@ -52,15 +61,24 @@ export interface WorkerSettings {
 export function workerSettings(config: GlobalConfig): WorkerSettings {
   const address = queueAddressOf(config);
   if (!address) {
-    throw new ConfigError('gym worker needs the Redis to take jobs from: add --queue redis://HOST:PORT[/DB] (+queue_url=…), the same URL gym eval run --queue uses.', 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      'gym worker needs the Redis to take jobs from: add --queue redis://HOST:PORT[/DB] (+queue_url=…), the same URL gym eval run --queue uses.',
+      'GYM_CONFIG_VALUE',
+    );
   }
   const concurrency = config.worker_concurrency ?? DEFAULT_WORKER_CONCURRENCY;
   if (typeof concurrency !== 'number' || !Number.isInteger(concurrency) || concurrency < 1) {
-    throw new ConfigError(`Config value 'worker_concurrency' (--concurrency) must be an integer >= 1, got ${JSON.stringify(concurrency)}.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value 'worker_concurrency' (--concurrency) must be an integer >= 1, got ${JSON.stringify(concurrency)}.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   const id = config.worker_id ?? defaultWorkerId();
   if (typeof id !== 'string' || id === '' || id.length > 200) {
-    throw new ConfigError(`Config value 'worker_id' must be a non-empty string of at most 200 characters, got ${JSON.stringify(id)}.`, 'GYM_CONFIG_VALUE');
+    throw new ConfigError(
+      `Config value 'worker_id' must be a non-empty string of at most 200 characters, got ${JSON.stringify(id)}.`,
+      'GYM_CONFIG_VALUE',
+    );
   }
   return {
     address,

@@ -45,7 +45,10 @@ export interface QueueAddress {
 /** `redis://[user:password@]HOST:PORT[/DB]` → its parts; anything else is a config error naming the fix. */
 export function parseQueueUrl(raw: unknown, key = 'queue_url'): QueueAddress {
   const bad = (why: string): ConfigError =>
-    new ConfigError(`Config value '${key}' (--queue) must be a Redis URL such as redis://127.0.0.1:6379/0, got ${JSON.stringify(raw)}: ${why}.`, 'GYM_CONFIG_VALUE');
+    new ConfigError(
+      `Config value '${key}' (--queue) must be a Redis URL such as redis://127.0.0.1:6379/0, got ${JSON.stringify(raw)}: ${why}.`,
+      'GYM_CONFIG_VALUE',
+    );
   if (typeof raw !== 'string' || raw.trim() === '') throw bad('it is empty');
   let url: URL;
   try {
@@ -113,7 +116,12 @@ export async function fileDigest(file: string): Promise<string> {
  * the same queue, and any other collection — another output, or changed inputs — gets its own.
  */
 export function runIdOf(outputPath: string, materializedDigest: string): string {
-  return createHash('sha256').update(path.resolve(outputPath)).update('\0').update(materializedDigest).digest('hex').slice(0, 20);
+  return createHash('sha256')
+    .update(path.resolve(outputPath))
+    .update('\0')
+    .update(materializedDigest)
+    .digest('hex')
+    .slice(0, 20);
 }
 
 export interface RunAnnouncement {
@@ -183,15 +191,31 @@ async function readHash<T>(client: Redis, key: string, limit: number, keep: (ent
 
 /** The announced runs, skipping entries that are not well-formed or whose collector is long gone. */
 export function readRuns(client: Redis, now = Date.now()): Promise<RunAnnouncement[]> {
-  return readHash<RunAnnouncement>(client, RUNS_KEY, 1000, (run) =>
-    typeof run.runId === 'string' && typeof run.prefix === 'string' && typeof run.stallMs === 'number' && typeof run.runTimeoutMs === 'number' &&
-    typeof run.refreshedAt === 'number' && now - run.refreshedAt <= RUN_ABANDONED_MS,
+  return readHash<RunAnnouncement>(
+    client,
+    RUNS_KEY,
+    1000,
+    (run) =>
+      typeof run.runId === 'string' &&
+      typeof run.prefix === 'string' &&
+      typeof run.stallMs === 'number' &&
+      typeof run.runTimeoutMs === 'number' &&
+      typeof run.refreshedAt === 'number' &&
+      now - run.refreshedAt <= RUN_ABANDONED_MS,
   );
 }
 
 /** Workers whose roster entry is fresh. */
 export function readWorkers(client: Redis, now = Date.now()): Promise<WorkerPresence[]> {
-  return readHash<WorkerPresence>(client, WORKERS_KEY, 10_000, (worker) =>
-    typeof worker.id === 'string' && typeof worker.seenAt === 'number' && Array.isArray(worker.runs) && Array.isArray(worker.agents) && now - worker.seenAt <= PRESENCE_FRESH_MS,
+  return readHash<WorkerPresence>(
+    client,
+    WORKERS_KEY,
+    10_000,
+    (worker) =>
+      typeof worker.id === 'string' &&
+      typeof worker.seenAt === 'number' &&
+      Array.isArray(worker.runs) &&
+      Array.isArray(worker.agents) &&
+      now - worker.seenAt <= PRESENCE_FRESH_MS,
   );
 }

@@ -7,8 +7,23 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type RunningGym } from '../../test/support/cli.js';
-import { fakeReply, startFakeAgent, startFakeHead, type FakeAgent, type FakeHead, type FakeRunHandler } from '../testing/fake-agent.js';
+import {
+  lineCount,
+  readJsonl,
+  runGym,
+  spawnGym,
+  tempDir,
+  writeJsonl,
+  type RunningGym,
+} from '../../test/support/cli.js';
+import {
+  fakeReply,
+  startFakeAgent,
+  startFakeHead,
+  type FakeAgent,
+  type FakeHead,
+  type FakeRunHandler,
+} from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
 import { eventually, gate } from '../../test/support/wait.js';
@@ -50,8 +65,28 @@ async function redis(): Promise<RedisProcess> {
   return server;
 }
 
-function startWorker(server: RedisProcess, env: Pick<Environment, 'head'>, id: string, dir: string, concurrency = 4, extra: string[] = []): RunningGym {
-  const worker = spawnGym(['worker', '--queue', server.url, '--concurrency', String(concurrency), `++head_server.port=${env.head.port}`, `+worker_id=${id}`, '+worker_drain_secs=5', ...extra], { cwd: dir });
+function startWorker(
+  server: RedisProcess,
+  env: Pick<Environment, 'head'>,
+  id: string,
+  dir: string,
+  concurrency = 4,
+  extra: string[] = [],
+): RunningGym {
+  const worker = spawnGym(
+    [
+      'worker',
+      '--queue',
+      server.url,
+      '--concurrency',
+      String(concurrency),
+      `++head_server.port=${env.head.port}`,
+      `+worker_id=${id}`,
+      '+worker_drain_secs=5',
+      ...extra,
+    ],
+    { cwd: dir },
+  );
   closers.push(() => {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
   });
@@ -60,7 +95,22 @@ function startWorker(server: RedisProcess, env: Pick<Environment, 'head'>, id: s
 
 function collector(server: RedisProcess, head: FakeHead, dir: string, extra: string[] = []): RunningGym {
   const run = spawnGym(
-    ['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'out/r.jsonl', '--queue', server.url, `++head_server.port=${head.port}`, '+queue_stall_secs=1', '--concurrency', '16', ...extra],
+    [
+      'eval',
+      'run',
+      '--no-serve',
+      '-i',
+      'in.jsonl',
+      '-o',
+      'out/r.jsonl',
+      '--queue',
+      server.url,
+      `++head_server.port=${head.port}`,
+      '+queue_stall_secs=1',
+      '--concurrency',
+      '16',
+      ...extra,
+    ],
     { cwd: dir },
   );
   closers.push(() => {
@@ -70,7 +120,12 @@ function collector(server: RedisProcess, head: FakeHead, dir: string, extra: str
 }
 
 function rows(n: number, agentOf: (i: number) => string, extra: (i: number) => Row = () => ({})): Row[] {
-  return Array.from({ length: n }, (_, i) => ({ responses_create_params: { input: `row ${i}` }, agent_ref: { name: agentOf(i) }, i, ...extra(i) }));
+  return Array.from({ length: n }, (_, i) => ({
+    responses_create_params: { input: `row ${i}` },
+    agent_ref: { name: agentOf(i) },
+    i,
+    ...extra(i),
+  }));
 }
 
 /** Every input row appears exactly once across rollouts and failures. */
@@ -78,7 +133,11 @@ function assertExactlyOnce(dir: string, n: number): { rollouts: Row[]; failures:
   const rollouts = readJsonl(path.join(dir, 'out/r.jsonl'));
   const failures = readJsonl(path.join(dir, 'out/r_failures.jsonl'));
   const seen = [...rollouts, ...failures].map((row) => row.i as number).sort((a, b) => a - b);
-  assert.deepEqual(seen, Array.from({ length: n }, (_, i) => i), 'each row exactly once');
+  assert.deepEqual(
+    seen,
+    Array.from({ length: n }, (_, i) => i),
+    'each row exactly once',
+  );
   return { rollouts, failures };
 }
 
@@ -93,7 +152,8 @@ async function keysLeft(server: RedisProcess): Promise<string[]> {
 }
 
 async function stopWorkers(workers: RunningGym[]): Promise<void> {
-  for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGINT');
+  for (const worker of workers)
+    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGINT');
   for (const worker of workers) {
     const result = await worker.result;
     if (result.signal === null) assert.equal(result.code, 0, result.stderr);
@@ -101,246 +161,367 @@ async function stopWorkers(workers: RunningGym[]): Promise<void> {
 }
 
 /** One Redis, one environment answering after `ms`, `n` rows for alpha, and one worker serving them. */
-async function oneWorkerScene(label: string, n: number, ms = 10): Promise<{ server: RedisProcess; dir: string; env: Environment; worker: RunningGym }> {
+async function oneWorkerScene(
+  label: string,
+  n: number,
+  ms = 10,
+): Promise<{ server: RedisProcess; dir: string; env: Environment; worker: RunningGym }> {
   const server = await redis();
   const dir = tempDir(`tsgym-queue-${label}-`);
   const env = await environment({ alpha: async (row) => (await delay(ms), fakeReply.success(row, 1)) });
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
+  writeJsonl(
+    path.join(dir, 'in.jsonl'),
+    rows(n, () => 'alpha'),
+  );
   return { server, dir, env, worker: startWorker(server, env, 'w1', dir, 8) };
 }
 
-test('three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-');
-  const envs = [await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick, beta: quick }), await environment({ alpha: quick })];
-  const n = 60;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, (i) => (i % 3 === 0 ? 'beta' : 'alpha'), (i) => (i % 20 === 7 ? { fail: true } : {})));
-  // The worker without beta starts alone, so it is offered beta rows before anyone else can take them.
-  const lacking = startWorker(server, envs[2]!, 'w3', dir);
-  await eventually(() => /connected to/.test(lacking.stderr()), { what: 'the worker without beta to connect' });
-  const run = collector(server, envs[0]!.head, dir);
-  await eventually(() => /refusing job/.test(lacking.stderr()), { what: 'the worker without beta to refuse a job' });
-  await eventually(() => /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()), { what: 'the collector to say beta has no worker' });
-  const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
-  const result = await run.result;
-  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  const { failures } = assertExactlyOnce(dir, n);
-  assert.equal(failures.length, 3);
-  for (const failure of failures) {
-    assert.match(String(failure._ng_worker), /^w[123]$/);
-    assert.match(result.stderr, new RegExp(`Failure on worker ${String(failure._ng_worker)}: task ${String(failure._ng_task_index)} rollout 0`));
-  }
-  // The worker whose environment lacks beta ran none of its rows, and said why.
-  assert.equal(envs[2]!.agents[0]!.runs.filter((row) => (row.agent_ref as Row).name === 'beta').length, 0);
-  assert.match(workers[2]!.stderr(), /refusing job t\d+r0a0 of out\/r\.jsonl: agent 'beta' is not in this worker's environment/);
-  assert.ok(envs.every((env) => env.calls() > 0), `every worker took jobs: ${envs.map((env) => env.calls()).join(', ')}`);
-  assert.match(result.stderr, /workers 3 \(/);
-  assert.match(result.stdout, /60 rollouts expected: 57 completed, 3 failed \(3 retryable, 0 terminal\), 0 missing/);
-  await stopWorkers(workers);
-  assert.deepEqual(await keysLeft(server), [], 'a finished run leaves nothing behind in Redis');
-});
+test(
+  'three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses',
+  { timeout: 45_000 },
+  async () => {
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-');
+    const envs = [
+      await environment({ alpha: quick, beta: quick }),
+      await environment({ alpha: quick, beta: quick }),
+      await environment({ alpha: quick }),
+    ];
+    const n = 60;
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(
+        n,
+        (i) => (i % 3 === 0 ? 'beta' : 'alpha'),
+        (i) => (i % 20 === 7 ? { fail: true } : {}),
+      ),
+    );
+    // The worker without beta starts alone, so it is offered beta rows before anyone else can take them.
+    const lacking = startWorker(server, envs[2]!, 'w3', dir);
+    await eventually(() => /connected to/.test(lacking.stderr()), { what: 'the worker without beta to connect' });
+    const run = collector(server, envs[0]!.head, dir);
+    await eventually(() => /refusing job/.test(lacking.stderr()), { what: 'the worker without beta to refuse a job' });
+    await eventually(
+      () =>
+        /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()),
+      { what: 'the collector to say beta has no worker' },
+    );
+    const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
+    const result = await run.result;
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const { failures } = assertExactlyOnce(dir, n);
+    assert.equal(failures.length, 3);
+    for (const failure of failures) {
+      assert.match(String(failure._ng_worker), /^w[123]$/);
+      assert.match(
+        result.stderr,
+        new RegExp(`Failure on worker ${String(failure._ng_worker)}: task ${String(failure._ng_task_index)} rollout 0`),
+      );
+    }
+    // The worker whose environment lacks beta ran none of its rows, and said why.
+    assert.equal(envs[2]!.agents[0]!.runs.filter((row) => (row.agent_ref as Row).name === 'beta').length, 0);
+    assert.match(
+      workers[2]!.stderr(),
+      /refusing job t\d+r0a0 of out\/r\.jsonl: agent 'beta' is not in this worker's environment/,
+    );
+    assert.ok(
+      envs.every((env) => env.calls() > 0),
+      `every worker took jobs: ${envs.map((env) => env.calls()).join(', ')}`,
+    );
+    assert.match(result.stderr, /workers 3 \(/);
+    assert.match(result.stdout, /60 rollouts expected: 57 completed, 3 failed \(3 retryable, 0 terminal\), 0 missing/);
+    await stopWorkers(workers);
+    assert.deepEqual(await keysLeft(server), [], 'a finished run leaves nothing behind in Redis');
+  },
+);
 
 /** An agent that answers the first `answered` calls and then hangs: the worker in front of it has jobs in flight. */
 function answersThenHangs(answered: number): FakeRunHandler {
   return async (row, call) => (call < answered ? quick(row, call) : fakeReply.hang());
 }
 
-test('a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-kill-');
-  const stuck = await environment({ alpha: answersThenHangs(5) });
-  const healthy = await environment({ alpha: quick });
-  const n = 40;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const doomed = startWorker(server, stuck, 'doomed', dir);
-  await eventually(() => /connected to/.test(doomed.stderr()), { what: 'the first worker to connect' });
-  const run = collector(server, healthy.head, dir);
-  await eventually(() => stuck.calls() >= 9, { what: 'the doomed worker to hold 4 jobs in flight' });
-  const survivor = startWorker(server, healthy, 'survivor', dir);
-  doomed.child.kill('SIGKILL');
-  const result = await run.result;
-  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  const { rollouts } = assertExactlyOnce(dir, n);
-  assert.equal(rollouts.length, n);
-  // The four rows that hung on the dead worker were run again by the survivor.
-  const hung = stuck.agents[0]!.runs.slice(5).map((row) => row.i as number);
-  assert.equal(hung.length, 4);
-  const rerun = new Set(healthy.agents[0]!.runs.map((row) => row.i as number));
-  for (const i of hung) assert.ok(rerun.has(i), `row ${i} re-run after the stall`);
-  await stopWorkers([survivor]);
-});
-
-test('a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing', { timeout: 45_000 }, async () => {
-  const n = 60;
-  const { server, dir, env, worker } = await oneWorkerScene('resume', n, 20);
-  const first = collector(server, env.head, dir);
-  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
-  first.child.kill('SIGKILL');
-  await first.result;
-  // The jobs already enqueued finish while no collector listens; their results wait in Redis.
-  const resumed = collector(server, env.head, dir, ['--resume']);
-  const result = await resumed.result;
-  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  assertExactlyOnce(dir, n);
-  assert.equal(env.calls(), n, 'no finished rollout was run twice');
-  const waited = /(\d+) results finished in Redis while no collector was listening/.exec(result.stderr);
-  assert.ok(waited && Number(waited[1]) >= 1, result.stderr);
-  await stopWorkers([worker]);
-  assert.deepEqual(await keysLeft(server), []);
-});
-
-test('Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once', { timeout: 45_000 }, async () => {
-  const n = 80;
-  const { server, dir, env, worker } = await oneWorkerScene('restart', n, 10);
-  const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
-  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
-  await server.kill();
-  await eventually(() => /is unreachable: the run is paused/.test(run.stderr()), { what: 'the pause to be reported' });
-  await server.restart();
-  const result = await run.result;
-  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
-  assert.match(result.stderr, /Redis no longer holds this run's data .*: sending the \d+ rollouts in flight again/);
-  assertExactlyOnce(dir, n);
-  await stopWorkers([worker]);
-});
-
-test('Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once', { timeout: 45_000 }, async () => {
-  const n = 40;
-  const { server, dir, env, worker } = await oneWorkerScene('outage', n, 10);
-  const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
-  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, { what: 'five rollouts on disk' });
-  await server.kill();
-  const result = await run.result;
-  assert.equal(result.code, 1, result.stderr);
-  assert.match(result.stderr, /Error: Redis at redis:\/\/127\.0\.0\.1:\d+ has been unreachable for \d+ s .*the finished rollouts are on disk.*resume with: gym eval run .*(--resume|\+resume_from_cache=true)/s);
-  assert.doesNotMatch(result.stderr, /unexpected|at .*\.js:\d+/);
-  await server.restart();
-  const resumed = await collector(server, env.head, dir, ['--resume']).result;
-  assert.equal(resumed.code, 0, `${resumed.stdout}\n${resumed.stderr}`);
-  assertExactlyOnce(dir, n);
-  await stopWorkers([worker]);
-});
-
-test('Ctrl-C on a worker drains: its jobs in flight finish and are recorded, it takes no new job, it exits 0', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-drain-');
-  const slow = await environment({ alpha: async (row) => (await delay(400), fakeReply.success(row, 1)) });
-  const other = await environment({ alpha: quick });
-  const n = 12;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const draining = startWorker(server, slow, 'draining', dir, 2);
-  await eventually(() => /connected to/.test(draining.stderr()), { what: 'the first worker to connect' });
-  const run = collector(server, slow.head, dir);
-  await eventually(() => slow.calls() === 2, { what: 'two jobs in flight on the first worker' });
-  draining.child.kill('SIGINT');
-  const stopped = await draining.result;
-  assert.equal(stopped.code, 0, stopped.stderr);
-  assert.match(stopped.stderr, /draining — no new jobs/);
-  assert.equal(slow.calls(), 2, 'no job taken after Ctrl-C');
-  // Both jobs it had finished before it exited: their results are recorded.
-  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, { what: 'the drained results on disk' });
-  startWorker(server, other, 'other', dir);
-  const result = await run.result;
-  assert.equal(result.code, 0, result.stderr);
-  assertExactlyOnce(dir, n);
-  assert.equal(other.calls(), n - 2, 'the rest ran once, on the other worker');
-});
-
-test('a job whose worker dies three times becomes a retryable worker_lost failure row', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-lost-');
-  const hanging = await environment({ alpha: () => fakeReply.hang() });
-  const healthy = await environment({ alpha: quick });
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(1, () => 'alpha'));
-  let run: RunningGym | undefined;
-  for (let death = 1; death <= 3; death++) {
-    const doomed = startWorker(server, hanging, `doomed${death}`, dir);
-    await eventually(() => /connected to/.test(doomed.stderr()), { what: `doomed worker ${death} to connect` });
-    run ??= collector(server, healthy.head, dir);
-    await eventually(() => hanging.calls() === death, { what: `doomed worker ${death} to take the job`, timeoutMs: 20_000 });
+test(
+  'a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once',
+  { timeout: 45_000 },
+  async () => {
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-kill-');
+    const stuck = await environment({ alpha: answersThenHangs(5) });
+    const healthy = await environment({ alpha: quick });
+    const n = 40;
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(n, () => 'alpha'),
+    );
+    const doomed = startWorker(server, stuck, 'doomed', dir);
+    await eventually(() => /connected to/.test(doomed.stderr()), { what: 'the first worker to connect' });
+    const run = collector(server, healthy.head, dir);
+    await eventually(() => stuck.calls() >= 9, { what: 'the doomed worker to hold 4 jobs in flight' });
+    const survivor = startWorker(server, healthy, 'survivor', dir);
     doomed.child.kill('SIGKILL');
-    await doomed.result;
-  }
-  // A live worker's stalled check finds the third death and gives the job up.
-  const survivor = startWorker(server, healthy, 'survivor', dir);
-  const result = await run!.result;
-  assert.equal(result.code, 0, result.stderr);
-  const { failures } = assertExactlyOnce(dir, 1);
-  assert.equal(failures[0]!._ng_failure_class, 'worker_lost');
-  assert.equal(failures[0]!._ng_failure_terminal, undefined, 'retryable');
-  assert.match(String(failures[0]!.error), /the job queue gave up on this rollout/);
-  assert.equal(healthy.calls(), 0);
-  await stopWorkers([survivor]);
-});
+    const result = await run.result;
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const { rollouts } = assertExactlyOnce(dir, n);
+    assert.equal(rollouts.length, n);
+    // The four rows that hung on the dead worker were run again by the survivor.
+    const hung = stuck.agents[0]!.runs.slice(5).map((row) => row.i as number);
+    assert.equal(hung.length, 4);
+    const rerun = new Set(healthy.agents[0]!.runs.map((row) => row.i as number));
+    for (const i of hung) assert.ok(rerun.has(i), `row ${i} re-run after the stall`);
+    await stopWorkers([survivor]);
+  },
+);
+
+test(
+  'a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing',
+  { timeout: 45_000 },
+  async () => {
+    const n = 60;
+    const { server, dir, env, worker } = await oneWorkerScene('resume', n, 20);
+    const first = collector(server, env.head, dir);
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+    first.child.kill('SIGKILL');
+    await first.result;
+    // The jobs already enqueued finish while no collector listens; their results wait in Redis.
+    const resumed = collector(server, env.head, dir, ['--resume']);
+    const result = await resumed.result;
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assertExactlyOnce(dir, n);
+    assert.equal(env.calls(), n, 'no finished rollout was run twice');
+    const waited = /(\d+) results finished in Redis while no collector was listening/.exec(result.stderr);
+    assert.ok(waited && Number(waited[1]) >= 1, result.stderr);
+    await stopWorkers([worker]);
+    assert.deepEqual(await keysLeft(server), []);
+  },
+);
+
+test(
+  'Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once',
+  { timeout: 45_000 },
+  async () => {
+    const n = 80;
+    const { server, dir, env, worker } = await oneWorkerScene('restart', n, 10);
+    const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+    await server.kill();
+    await eventually(() => /is unreachable: the run is paused/.test(run.stderr()), {
+      what: 'the pause to be reported',
+    });
+    await server.restart();
+    const result = await run.result;
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
+    assert.match(result.stderr, /Redis no longer holds this run's data .*: sending the \d+ rollouts in flight again/);
+    assertExactlyOnce(dir, n);
+    await stopWorkers([worker]);
+  },
+);
+
+test(
+  'Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once',
+  { timeout: 45_000 },
+  async () => {
+    const n = 40;
+    const { server, dir, env, worker } = await oneWorkerScene('outage', n, 10);
+    const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, { what: 'five rollouts on disk' });
+    await server.kill();
+    const result = await run.result;
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(
+      result.stderr,
+      /Error: Redis at redis:\/\/127\.0\.0\.1:\d+ has been unreachable for \d+ s .*the finished rollouts are on disk.*resume with: gym eval run .*(--resume|\+resume_from_cache=true)/s,
+    );
+    assert.doesNotMatch(result.stderr, /unexpected|at .*\.js:\d+/);
+    await server.restart();
+    const resumed = await collector(server, env.head, dir, ['--resume']).result;
+    assert.equal(resumed.code, 0, `${resumed.stdout}\n${resumed.stderr}`);
+    assertExactlyOnce(dir, n);
+    await stopWorkers([worker]);
+  },
+);
+
+test(
+  'Ctrl-C on a worker drains: its jobs in flight finish and are recorded, it takes no new job, it exits 0',
+  { timeout: 45_000 },
+  async () => {
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-drain-');
+    const slow = await environment({ alpha: async (row) => (await delay(400), fakeReply.success(row, 1)) });
+    const other = await environment({ alpha: quick });
+    const n = 12;
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(n, () => 'alpha'),
+    );
+    const draining = startWorker(server, slow, 'draining', dir, 2);
+    await eventually(() => /connected to/.test(draining.stderr()), { what: 'the first worker to connect' });
+    const run = collector(server, slow.head, dir);
+    await eventually(() => slow.calls() === 2, { what: 'two jobs in flight on the first worker' });
+    draining.child.kill('SIGINT');
+    const stopped = await draining.result;
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.match(stopped.stderr, /draining — no new jobs/);
+    assert.equal(slow.calls(), 2, 'no job taken after Ctrl-C');
+    // Both jobs it had finished before it exited: their results are recorded.
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, { what: 'the drained results on disk' });
+    startWorker(server, other, 'other', dir);
+    const result = await run.result;
+    assert.equal(result.code, 0, result.stderr);
+    assertExactlyOnce(dir, n);
+    assert.equal(other.calls(), n - 2, 'the rest ran once, on the other worker');
+  },
+);
+
+test(
+  'a job whose worker dies three times becomes a retryable worker_lost failure row',
+  { timeout: 45_000 },
+  async () => {
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-lost-');
+    const hanging = await environment({ alpha: () => fakeReply.hang() });
+    const healthy = await environment({ alpha: quick });
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(1, () => 'alpha'),
+    );
+    let run: RunningGym | undefined;
+    for (let death = 1; death <= 3; death++) {
+      const doomed = startWorker(server, hanging, `doomed${death}`, dir);
+      await eventually(() => /connected to/.test(doomed.stderr()), { what: `doomed worker ${death} to connect` });
+      run ??= collector(server, healthy.head, dir);
+      await eventually(() => hanging.calls() === death, {
+        what: `doomed worker ${death} to take the job`,
+        timeoutMs: 20_000,
+      });
+      doomed.child.kill('SIGKILL');
+      await doomed.result;
+    }
+    // A live worker's stalled check finds the third death and gives the job up.
+    const survivor = startWorker(server, healthy, 'survivor', dir);
+    const result = await run!.result;
+    assert.equal(result.code, 0, result.stderr);
+    const { failures } = assertExactlyOnce(dir, 1);
+    assert.equal(failures[0]!._ng_failure_class, 'worker_lost');
+    assert.equal(failures[0]!._ng_failure_terminal, undefined, 'retryable');
+    assert.match(String(failures[0]!.error), /the job queue gave up on this rollout/);
+    assert.equal(healthy.calls(), 0);
+    await stopWorkers([survivor]);
+  },
+);
 
 test('bad queue settings are one clear paragraph, before anything runs', { timeout: 20_000 }, async () => {
   const dir = tempDir('tsgym-queue-config-');
   const env = await environment({ alpha: quick });
   const noQueue = await runGym(['worker', `++head_server.port=${env.head.port}`], { cwd: dir });
   assert.equal(noQueue.code, 1);
-  assert.match(noQueue.stderr, /^Error: gym worker needs the Redis to take jobs from: add --queue redis:\/\/HOST:PORT\[\/DB\]/);
-  const badUrl = await runGym(['worker', '--queue', 'http://127.0.0.1:6379', `++head_server.port=${env.head.port}`], { cwd: dir });
+  assert.match(
+    noQueue.stderr,
+    /^Error: gym worker needs the Redis to take jobs from: add --queue redis:\/\/HOST:PORT\[\/DB\]/,
+  );
+  const badUrl = await runGym(['worker', '--queue', 'http://127.0.0.1:6379', `++head_server.port=${env.head.port}`], {
+    cwd: dir,
+  });
   assert.equal(badUrl.code, 1);
-  assert.match(badUrl.stderr, /Config value 'queue_url' \(--queue\) must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379\/0, got "http:\/\/127\.0\.0\.1:6379": the scheme must be redis:/);
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(2, () => 'alpha'));
-  const badRun = await runGym(['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'r.jsonl', '--queue', 'redis://h:6379/x', `++head_server.port=${env.head.port}`], { cwd: dir });
+  assert.match(
+    badUrl.stderr,
+    /Config value 'queue_url' \(--queue\) must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379\/0, got "http:\/\/127\.0\.0\.1:6379": the scheme must be redis:/,
+  );
+  writeJsonl(
+    path.join(dir, 'in.jsonl'),
+    rows(2, () => 'alpha'),
+  );
+  const badRun = await runGym(
+    [
+      'eval',
+      'run',
+      '--no-serve',
+      '-i',
+      'in.jsonl',
+      '-o',
+      'r.jsonl',
+      '--queue',
+      'redis://h:6379/x',
+      `++head_server.port=${env.head.port}`,
+    ],
+    { cwd: dir },
+  );
   assert.equal(badRun.code, 1);
   assert.match(badRun.stderr, /the database 'x' is not a number/);
   assert.equal(env.calls(), 0);
   for (const res of [noQueue, badUrl, badRun]) assert.doesNotMatch(res.stderr, /unexpected|\n\s+at /);
 });
 
-test('a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once', { timeout: 45_000 }, async () => {
-  const n = 60;
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-flush-');
-  // Tasks from 10 on wait at a gate until Redis has been emptied, so rollouts are surely in flight at the flush
-  // however fast the machine is (without it, a quiet machine could finish all 60 before the flush lands).
-  const flushed = gate();
-  const env = await environment({
-    alpha: async (row) => {
-      if (Number(row._ng_task_index) >= 10) await flushed.opened;
-      return fakeReply.success(row, 1);
-    },
-  });
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const worker = startWorker(server, env, 'w1', dir, 8);
-  const run = collector(server, env.head, dir);
-  await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
-  await eventually(() => env.calls() >= 18, { what: 'the next rollouts held in flight at the gate' });
-  const admin = new Redis({ host: '127.0.0.1', port: server.port });
-  await admin.flushall();
-  admin.disconnect();
-  await eventually(() => /Redis no longer holds this run's data/.test(run.stderr()), { what: 'the collector to notice the emptied Redis', timeoutMs: 20_000 });
-  flushed.open();
-  const result = await run.result;
-  assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  assert.match(result.stderr, /Redis no longer holds this run's data/);
-  assertExactlyOnce(dir, n);
-  await stopWorkers([worker]);
-});
+test(
+  'a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once',
+  { timeout: 45_000 },
+  async () => {
+    const n = 60;
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-flush-');
+    // Tasks from 10 on wait at a gate until Redis has been emptied, so rollouts are surely in flight at the flush
+    // however fast the machine is (without it, a quiet machine could finish all 60 before the flush lands).
+    const flushed = gate();
+    const env = await environment({
+      alpha: async (row) => {
+        if (Number(row._ng_task_index) >= 10) await flushed.opened;
+        return fakeReply.success(row, 1);
+      },
+    });
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(n, () => 'alpha'),
+    );
+    const worker = startWorker(server, env, 'w1', dir, 8);
+    const run = collector(server, env.head, dir);
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+    await eventually(() => env.calls() >= 18, { what: 'the next rollouts held in flight at the gate' });
+    const admin = new Redis({ host: '127.0.0.1', port: server.port });
+    await admin.flushall();
+    admin.disconnect();
+    await eventually(() => /Redis no longer holds this run's data/.test(run.stderr()), {
+      what: 'the collector to notice the emptied Redis',
+      timeoutMs: 20_000,
+    });
+    flushed.open();
+    const result = await run.result;
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stderr, /Redis no longer holds this run's data/);
+    assertExactlyOnce(dir, n);
+    await stopWorkers([worker]);
+  },
+);
 
-test('a worker whose own agent refuses connections hands its jobs back; another worker runs them, no failure rows', { timeout: 45_000 }, async () => {
-  const server = await redis();
-  const dir = tempDir('tsgym-queue-deadagent-');
-  const gone = await startFakeAgent('alpha', quick);
-  const deadPort = gone.port;
-  await gone.close();
-  const deadHead = await startFakeHead([{ name: 'alpha', host: '127.0.0.1', port: deadPort }]);
-  closers.push(() => deadHead.close());
-  const healthy = await environment({ alpha: quick });
-  const n = 20;
-  writeJsonl(path.join(dir, 'in.jsonl'), rows(n, () => 'alpha'));
-  const stranded = startWorker(server, { head: deadHead }, 'stranded', dir, 4, ['+agent_unreachable_wait_secs=0.5']);
-  await eventually(() => /connected to/.test(stranded.stderr()), { what: 'the worker with a dead agent to connect' });
-  const run = collector(server, healthy.head, dir);
-  await eventually(() => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()), { what: 'a job handed back' });
-  const survivor = startWorker(server, healthy, 'survivor', dir);
-  const result = await run.result;
-  assert.equal(result.code, 0, result.stderr);
-  const { failures } = assertExactlyOnce(dir, n);
-  assert.equal(failures.length, 0, 'a job that never reached an agent is not a failure');
-  assert.equal(healthy.calls(), n);
-  await stopWorkers([stranded, survivor]);
-});
+test(
+  'a worker whose own agent refuses connections hands its jobs back; another worker runs them, no failure rows',
+  { timeout: 45_000 },
+  async () => {
+    const server = await redis();
+    const dir = tempDir('tsgym-queue-deadagent-');
+    const gone = await startFakeAgent('alpha', quick);
+    const deadPort = gone.port;
+    await gone.close();
+    const deadHead = await startFakeHead([{ name: 'alpha', host: '127.0.0.1', port: deadPort }]);
+    closers.push(() => deadHead.close());
+    const healthy = await environment({ alpha: quick });
+    const n = 20;
+    writeJsonl(
+      path.join(dir, 'in.jsonl'),
+      rows(n, () => 'alpha'),
+    );
+    const stranded = startWorker(server, { head: deadHead }, 'stranded', dir, 4, ['+agent_unreachable_wait_secs=0.5']);
+    await eventually(() => /connected to/.test(stranded.stderr()), { what: 'the worker with a dead agent to connect' });
+    const run = collector(server, healthy.head, dir);
+    await eventually(
+      () => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()),
+      { what: 'a job handed back' },
+    );
+    const survivor = startWorker(server, healthy, 'survivor', dir);
+    const result = await run.result;
+    assert.equal(result.code, 0, result.stderr);
+    const { failures } = assertExactlyOnce(dir, n);
+    assert.equal(failures.length, 0, 'a job that never reached an agent is not a failure');
+    assert.equal(healthy.calls(), n);
+    await stopWorkers([stranded, survivor]);
+  },
+);

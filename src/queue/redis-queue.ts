@@ -82,7 +82,13 @@ function parseResult(text: string): JobResult | undefined {
   if (text.length > MAX_RESULT_CHARS) return undefined;
   try {
     const value = JSON.parse(text) as JobResult;
-    if (typeof value?.jobId !== 'string' || typeof value.worker !== 'string' || typeof value.row !== 'object' || value.row === null) return undefined;
+    if (
+      typeof value?.jobId !== 'string' ||
+      typeof value.worker !== 'string' ||
+      typeof value.row !== 'object' ||
+      value.row === null
+    )
+      return undefined;
     return value;
   } catch {
     return undefined;
@@ -130,7 +136,8 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       const now = Date.now();
       // Connected: announced as serving this run, or seen delivering its results (a short run ends before the roster is read).
       const serving = new Set(perWorker.keys());
-      for (const worker of workers) if (announcement && worker.runs.includes(announcement.runId)) serving.add(worker.id);
+      for (const worker of workers)
+        if (announcement && worker.runs.includes(announcement.runId)) serving.add(worker.id);
       const shown = [...perWorker.entries()].slice(0, 4).map(([id, stats]) => `${id} ${rate(stats, now)}/s`);
       const more = perWorker.size > 4 ? ` +${perWorker.size - 4} more` : '';
       return `workers ${serving.size}${shown.length > 0 ? ` (${shown.join(', ')}${more})` : ''}`;
@@ -175,7 +182,9 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         stats.results++;
         const row = result.row;
         if (routeOf(row) === 'failures') {
-          warn(`Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`);
+          warn(
+            `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`,
+          );
         }
         outstanding.delete(result.jobId);
         try {
@@ -193,7 +202,14 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         pendingAdds = [];
         if (batch.length === 0 || !queue) return;
         // Commands wait through an outage (ioredis offline queue); a Redis that lost them gets them on reconnect.
-        queue.addBulk(batch.map((add) => ({ ...add, opts: { ...add.opts, attempts: 1, removeOnComplete: true, removeOnFail: false } }))).catch(() => undefined);
+        queue
+          .addBulk(
+            batch.map((add) => ({
+              ...add,
+              opts: { ...add.opts, attempts: 1, removeOnComplete: true, removeOnFail: false },
+            })),
+          )
+          .catch(() => undefined);
       };
       const addJob = (jobId: string, job: J): void => {
         if (pendingAdds.length === 0) setImmediate(flushAdds);
@@ -237,7 +253,12 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           if (waiting) {
             const reason = job.failedReason || 'the job failed on the queue';
             warn(`Failure on the queue: task ${waiting.task} rollout ${waiting.rollout} (${WORKER_LOST}): ${reason}`);
-            const row = failureRow(JSON.parse(waiting.body) as Row, WORKER_LOST, `the job queue gave up on this rollout: ${reason}`, false);
+            const row = failureRow(
+              JSON.parse(waiting.body) as Row,
+              WORKER_LOST,
+              `the job queue gave up on this rollout: ${reason}`,
+              false,
+            );
             deliver({ jobId: job.id, worker: 'none', row });
           }
           await queue!.remove(job.id).catch(() => undefined);
@@ -252,7 +273,9 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         for (const job of outstanding.values()) {
           if (offered.has(job.agent) || warnedAgents.has(job.agent)) continue;
           warnedAgents.add(job.agent);
-          warn(`No connected worker offers agent '${job.agent}' (workers: ${workers.map((worker) => worker.id).join(', ')}); its rollouts wait in the queue until a worker whose environment has it connects.`);
+          warn(
+            `No connected worker offers agent '${job.agent}' (workers: ${workers.map((worker) => worker.id).join(', ')}); its rollouts wait in the queue until a worker whose environment has it connects.`,
+          );
         }
       };
 
@@ -267,7 +290,9 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         await register();
         if ((await client.exists(ownerKey(announcement.prefix))) === 1) return;
         await client.set(ownerKey(announcement.prefix), String(process.pid));
-        warn(`Redis no longer holds this run's data (restarted without persistence, or emptied): sending the ${outstanding.size} rollouts in flight again.`);
+        warn(
+          `Redis no longer holds this run's data (restarted without persistence, or emptied): sending the ${outstanding.size} rollouts in flight again.`,
+        );
         for (const [jobId, job] of outstanding) addJob(jobId, job);
       };
 
@@ -278,11 +303,15 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         client.on('close', () => {
           if (downSince !== undefined || closed) return;
           downSince = Date.now();
-          warn(`Redis at ${address.url} is unreachable: the run is paused (rollouts in flight keep their place; waiting up to ${Math.round(options.outageMs / 1000)} s).`);
+          warn(
+            `Redis at ${address.url} is unreachable: the run is paused (rollouts in flight keep their place; waiting up to ${Math.round(options.outageMs / 1000)} s).`,
+          );
         });
         client.on('ready', () => {
           if (downSince === undefined) return;
-          warn(`Redis at ${address.url} is back after ${((Date.now() - downSince) / 1000).toFixed(1)} s: the run continues.`);
+          warn(
+            `Redis at ${address.url} is back after ${((Date.now() - downSince) / 1000).toFixed(1)} s: the run continues.`,
+          );
           downSince = undefined;
           recover().catch(() => undefined);
         });
@@ -292,14 +321,25 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         } finally {
           clearTimeout(deadline);
         }
-        queue = new Queue(QUEUE_NAME, { connection: connectionOptions(address, `tsgym-collector:${runId}`), prefix, streams: { events: { maxLen: 100 } } });
+        queue = new Queue(QUEUE_NAME, {
+          connection: connectionOptions(address, `tsgym-collector:${runId}`),
+          prefix,
+          streams: { events: { maxLen: 100 } },
+        });
         queue.on('error', () => undefined);
         if (!options.resume) {
           await guarded(queue.obliterate({ force: true }));
           await guarded(client.del(resultsKey(prefix)));
         }
         await guarded(client.set(ownerKey(prefix), String(process.pid)));
-        announcement = { runId, prefix, output: options.output, stallMs: options.stallMs, runTimeoutMs: options.runTimeoutMs, refreshedAt: Date.now() };
+        announcement = {
+          runId,
+          prefix,
+          output: options.output,
+          stallMs: options.stallMs,
+          runTimeoutMs: options.runTimeoutMs,
+          refreshedAt: Date.now(),
+        };
         await guarded(register());
         attachedAt = Date.now();
         reader = client.duplicate();
@@ -307,7 +347,10 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         // Results that finished while no collector listened are read before the first job is submitted, so a
         // resumed run records them instead of running those rollouts again.
         await guarded(new Promise<void>((resolve) => void readResults(prefix, resolve)));
-        if (early.size > 0) warn(`${early.size} results finished in Redis while no collector was listening; they are recorded, not run again.`);
+        if (early.size > 0)
+          warn(
+            `${early.size} results finished in Redis while no collector was listening; they are recorded, not run again.`,
+          );
         let ticks = 0;
         timer = setInterval(() => {
           if (downSince !== undefined && Date.now() - downSince > options.outageMs) {
@@ -316,10 +359,13 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           }
           if (downSince !== undefined || !client || closed) return;
           ticks++;
-          readWorkers(client).then((list) => {
-            workers = list;
-            warnUnservedAgents();
-          }, () => undefined);
+          readWorkers(client).then(
+            (list) => {
+              workers = list;
+              warnUnservedAgents();
+            },
+            () => undefined,
+          );
           if (ticks % 2 === 0) collectAbandoned().catch(() => undefined);
           // Also catches a Redis emptied without a disconnect (FLUSHALL, a failover to an empty replica).
           if (ticks % 5 === 0) recover().catch(() => undefined);

@@ -46,13 +46,18 @@ export async function startRedis(port?: number): Promise<RedisProcess> {
   const chosen = port ?? (await findFreePort());
   let child: ChildProcess;
   const launch = async (): Promise<void> => {
-    child = spawn(REDIS_SERVER_BIN, ['--port', String(chosen), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    child = spawn(
+      REDIS_SERVER_BIN,
+      ['--port', String(chosen), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     running.add(child);
     const spawned = child;
     spawned.once('exit', () => running.delete(spawned));
     const deadline = Date.now() + 10_000;
     while (!(await answersPing(chosen))) {
-      if (spawned.exitCode !== null) throw new Error(`redis-server exited with code ${spawned.exitCode} on port ${chosen}`);
+      if (spawned.exitCode !== null)
+        throw new Error(`redis-server exited with code ${spawned.exitCode} on port ${chosen}`);
       if (Date.now() > deadline) throw new Error(`redis-server did not answer PING on port ${chosen} within 10 s`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

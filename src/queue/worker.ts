@@ -88,7 +88,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     // The collector's reachability gate (D20), per outage: an agent that refuses connections holds its jobs for up
     // to agentWaitMs; given up, they go back to the queue (a later job starts a fresh gate, so the worker recovers).
     const gate = (): { reachability: AgentReachability; execute: ReturnType<typeof httpAgentExecutor> } => {
-      const reachability = new AgentReachability({ waitMs: options.agentWaitMs, urlOf: (agent) => agents.urlOf(agent), warn: (line) => log(`worker ${id}: ${line}`) });
+      const reachability = new AgentReachability({
+        waitMs: options.agentWaitMs,
+        urlOf: (agent) => agents.urlOf(agent),
+        warn: (line) => log(`worker ${id}: ${line}`),
+      });
       return { reachability, execute: httpAgentExecutor(agents, run.runTimeoutMs, reachability) };
     };
     let current = gate();
@@ -118,7 +122,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body });
       if (isUndelivered(row)) {
         if (current === used) current = gate();
-        log(`worker ${id}: ${jobLabel(job)} of ${run.output} never reached agent '${data.agent}' (it refuses connections); it goes back to the queue.`);
+        log(
+          `worker ${id}: ${jobLabel(job)} of ${run.output} never reached agent '${data.agent}' (it refuses connections); it goes back to the queue.`,
+        );
         return handBack(job, token);
       }
       if (routeOf(row) === 'failures') row._ng_worker = id;
@@ -141,7 +147,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       drainDelay: 1,
     });
     worker.on('error', () => undefined);
-    worker.on('stalled', (jobId) => log(`worker ${id}: job ${jobId} of ${run.output} stalled (its worker stopped renewing the lock); it is run again.`));
+    worker.on('stalled', (jobId) =>
+      log(
+        `worker ${id}: job ${jobId} of ${run.output} stalled (its worker stopped renewing the lock); it is run again.`,
+      ),
+    );
     served.set(run.runId, { worker, run });
     log(`worker ${id}: serving ${run.output} (run ${run.runId}, ${options.concurrency} at a time).`);
   };
@@ -165,7 +175,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       log(`worker ${id}: ${entry.run.output} is finished (run ${runId}); no longer serving it.`);
       // Closed before the roster says so: the collector deletes the run's keys once no worker serves it, and a
       // worker still open would write some of them again.
-      await Promise.race([entry.worker.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      await Promise.race([
+        entry.worker.close().catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+      ]);
     }
     await client.hset(WORKERS_KEY, id, JSON.stringify(presence()));
     const roster = await client.hgetall(WORKERS_KEY);
@@ -190,7 +203,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       .finally(() => (refreshing = false));
   }, 500);
   await refresh().catch(() => undefined);
-  log(`worker ${id}: connected to ${address.url}; agents ${agents.names.join(', ') || '(none)'} from ${agents.source}.`);
+  log(
+    `worker ${id}: connected to ${address.url}; agents ${agents.names.join(', ') || '(none)'} from ${agents.source}.`,
+  );
 
   return {
     stopped,
@@ -199,14 +214,22 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       stopping = true;
       clearInterval(timer);
       const workers = [...served.values()].map((entry) => entry.worker);
-      log(`worker ${id}: draining — no new jobs; waiting up to ${Math.round(options.drainMs / 1000)} s for the jobs in flight.`);
+      log(
+        `worker ${id}: draining — no new jobs; waiting up to ${Math.round(options.drainMs / 1000)} s for the jobs in flight.`,
+      );
       const drained = Promise.all(workers.map((worker) => worker.close().catch(() => undefined))).then(() => true);
       const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), options.drainMs).unref());
       if (!(await Promise.race([drained, timedOut]))) {
         log(`worker ${id}: drain deadline reached; the unfinished jobs go to another worker once their lock expires.`);
-        await Promise.race([Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined))), new Promise((r) => setTimeout(r, 2000).unref())]);
+        await Promise.race([
+          Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined))),
+          new Promise((r) => setTimeout(r, 2000).unref()),
+        ]);
       }
-      await Promise.race([client.hdel(WORKERS_KEY, id).catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
+      await Promise.race([
+        client.hdel(WORKERS_KEY, id).catch(() => undefined),
+        new Promise((r) => setTimeout(r, 1000).unref()),
+      ]);
       client.disconnect();
       log(`worker ${id}: stopped.`);
       resolveStopped();

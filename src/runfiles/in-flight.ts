@@ -11,7 +11,14 @@ import type { Row } from './row.js';
  * more), `seeding`, `calling_service` (step k), `running_tool` (tool NAME), `retrying_overload` (the service
  * answered 429/503 with Retry-After; waiting before step k again), `verifying`.
  */
-export const STAGES = ['queued', 'seeding', 'calling_service', 'running_tool', 'retrying_overload', 'verifying'] as const;
+export const STAGES = [
+  'queued',
+  'seeding',
+  'calling_service',
+  'running_tool',
+  'retrying_overload',
+  'verifying',
+] as const;
 export type Stage = (typeof STAGES)[number];
 
 /** The attempt a row is: its `_ng_attempt_index`, 0 on a first attempt. */

@@ -59,7 +59,10 @@ describe('scanRowsFile', () => {
   test('a bad line that is not the last is damage, reported as file:line', async () => {
     const file = path.join(tempDir(), 'c.jsonl');
     writeFileSync(file, '{"k":1}\nnot json\n{"k":2}\n');
-    await assert.rejects(scanRowsFile(file, () => {}), /c\.jsonl:2: malformed JSONL line/);
+    await assert.rejects(
+      scanRowsFile(file, () => {}),
+      /c\.jsonl:2: malformed JSONL line/,
+    );
   });
 
   test('holdsRows ignores whitespace-only files', () => {
@@ -75,7 +78,8 @@ describe('scanRowsFile', () => {
 describe('key tables', () => {
   test('RolloutKeyTable stores and grows for many keys, including negative and huge task indices', () => {
     const table = new RolloutKeyTable();
-    for (let task = 0; task < 5000; task++) for (let rollout = 0; rollout < 4; rollout++) table.set(task, rollout, task * 4 + rollout);
+    for (let task = 0; task < 5000; task++)
+      for (let rollout = 0; rollout < 4; rollout++) table.set(task, rollout, task * 4 + rollout);
     table.set(-3, 0, 7);
     table.set(2 ** 40 + 5, 1, 9);
     assert.equal(table.size, 20002);
@@ -98,7 +102,10 @@ describe('key tables', () => {
 
   test('TaskCounters count per task, dense or sparse', () => {
     const counters = new TaskCounters();
-    assert.deepEqual([counters.next(3), counters.next(3), counters.next(-1), counters.next(10_000_000), counters.next(3)], [0, 1, 0, 0, 2]);
+    assert.deepEqual(
+      [counters.next(3), counters.next(3), counters.next(-1), counters.next(10_000_000), counters.next(3)],
+      [0, 1, 0, 0, 2],
+    );
     assert.equal(counters.distinct, 3);
   });
 });
@@ -107,7 +114,8 @@ describe('expandGlob', () => {
   test('matches *, ?, [..] and ** segments, skips dot files, sorts', () => {
     const dir = tempDir();
     mkdirSync(path.join(dir, 'r', 'deep'), { recursive: true });
-    for (const name of ['r/a-1.jsonl', 'r/a-0.jsonl', 'r/b-0.jsonl', 'r/.a-2.jsonl', 'r/deep/a-9.jsonl']) writeFileSync(path.join(dir, name), '');
+    for (const name of ['r/a-1.jsonl', 'r/a-0.jsonl', 'r/b-0.jsonl', 'r/.a-2.jsonl', 'r/deep/a-9.jsonl'])
+      writeFileSync(path.join(dir, name), '');
     const cwd = process.cwd();
     process.chdir(dir);
     try {

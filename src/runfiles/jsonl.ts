@@ -3,7 +3,17 @@
  * can be cut off exactly), and rows are appended as one whole line per `write` (decision D10), so a collector
  * killed at any moment leaves whole lines plus at most one unterminated tail.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
 import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
@@ -35,7 +45,10 @@ function withoutCR(bytes: Buffer): Buffer {
  * a file of any length costs the same memory. `from` resumes at a line boundary (a tailing reader's last offset,
  * with the number of lines before it).
  */
-export async function* readRawLines(path: string, from: { offset: number; lineNo: number } = { offset: 0, lineNo: 0 }): AsyncGenerator<RawLine> {
+export async function* readRawLines(
+  path: string,
+  from: { offset: number; lineNo: number } = { offset: 0, lineNo: 0 },
+): AsyncGenerator<RawLine> {
   const handle = await open(path, 'r');
   let buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   let start = 0; // first unconsumed byte in `buffer`
@@ -46,7 +59,12 @@ export async function* readRawLines(path: string, from: { offset: number; lineNo
     for (;;) {
       const valid = buffer.subarray(0, end);
       for (let nl = valid.indexOf(NEWLINE, start); nl >= 0; nl = valid.indexOf(NEWLINE, start)) {
-        yield { lineNo: ++lineNo, start: bufferOffset + start, bytes: withoutCR(valid.subarray(start, nl)), terminated: true };
+        yield {
+          lineNo: ++lineNo,
+          start: bufferOffset + start,
+          bytes: withoutCR(valid.subarray(start, nl)),
+          terminated: true,
+        };
         start = nl + 1;
       }
       // Keep the partial last line at the front, then fill the rest of the buffer.
@@ -65,7 +83,13 @@ export async function* readRawLines(path: string, from: { offset: number; lineNo
       if (bytesRead === 0) break;
       end += bytesRead;
     }
-    if (end > start) yield { lineNo: lineNo + 1, start: bufferOffset + start, bytes: withoutCR(buffer.subarray(start, end)), terminated: false };
+    if (end > start)
+      yield {
+        lineNo: lineNo + 1,
+        start: bufferOffset + start,
+        bytes: withoutCR(buffer.subarray(start, end)),
+        terminated: false,
+      };
   } finally {
     await handle.close();
   }
@@ -90,8 +114,16 @@ export function parseLine(line: Buffer | string): ParsedLine {
 }
 
 /** A malformed line of a file the user gave us: stops the command with `<file>:<line>: <reason>`. */
-export function malformedLine(path: string, lineNo: number, reason: string, fix = 'fix or remove that line'): ConfigError {
-  return new ConfigError(`${path}:${lineNo}: malformed JSONL line: ${reason}. Every line must be one JSON object; ${fix}.`, 'GYM_CONFIG_JSONL');
+export function malformedLine(
+  path: string,
+  lineNo: number,
+  reason: string,
+  fix = 'fix or remove that line',
+): ConfigError {
+  return new ConfigError(
+    `${path}:${lineNo}: malformed JSONL line: ${reason}. Every line must be one JSON object; ${fix}.`,
+    'GYM_CONFIG_JSONL',
+  );
 }
 
 /** One row per line, whole lines only, each written with a single `write` the moment it is appended. */
@@ -113,7 +145,7 @@ export class LineAppender {
     const bytes = Buffer.byteLength(line);
     if (written < bytes) {
       const rest = Buffer.from(line).subarray(written);
-      for (let offset = 0; offset < rest.length; ) offset += writeSync(this.fd, rest, offset);
+      for (let offset = 0; offset < rest.length;) offset += writeSync(this.fd, rest, offset);
     }
   }
 
@@ -153,7 +185,7 @@ export class BatchedFileWriter {
   }
 
   private writeAll(bytes: Buffer): void {
-    for (let offset = 0; offset < bytes.length; ) offset += writeSync(this.fd, bytes, offset);
+    for (let offset = 0; offset < bytes.length;) offset += writeSync(this.fd, bytes, offset);
   }
 
   private flush(): void {
@@ -201,7 +233,7 @@ export function holdsRows(path: string): boolean {
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.alloc(64 * 1024);
-    for (let position = 0; ; ) {
+    for (let position = 0; ;) {
       const n = readSync(fd, buf, 0, buf.length, position);
       if (n === 0) return false;
       for (let i = 0; i < n; i++) {
@@ -237,7 +269,12 @@ export async function scanRowsFile(
       continue;
     }
     if (suspect) {
-      throw malformedLine(path, suspect.line.lineNo, suspect.reason, 'only a torn last line is ignored; repair or remove this line');
+      throw malformedLine(
+        path,
+        suspect.line.lineNo,
+        suspect.reason,
+        'only a torn last line is ignored; repair or remove this line',
+      );
     }
     if (!line.terminated) return { torn: tail(line) };
     const parsed = parseLine(line.bytes);

@@ -94,7 +94,12 @@ class U32KeyTable {
 
 /** A rollout key can be tabled when the task is a safe integer and the rollout a non-negative uint32. */
 export function isRolloutKey(task: unknown, rollout: unknown): task is number {
-  return Number.isSafeInteger(task) && Number.isSafeInteger(rollout) && (rollout as number) >= 0 && (rollout as number) < TWO_POW_32;
+  return (
+    Number.isSafeInteger(task) &&
+    Number.isSafeInteger(rollout) &&
+    (rollout as number) >= 0 &&
+    (rollout as number) < TWO_POW_32
+  );
 }
 
 /** (task, rollout) → uint32 state, for millions of keys without a string per key. */
@@ -181,7 +186,8 @@ export class TaskCounters {
   distinct = 0;
 
   get(task: number): number {
-    if (task >= 0 && task < DENSE_LIMIT && Number.isInteger(task)) return task < this.dense.length ? this.dense[task]! : 0;
+    if (task >= 0 && task < DENSE_LIMIT && Number.isInteger(task))
+      return task < this.dense.length ? this.dense[task]! : 0;
     return this.sparse.get(task) ?? 0;
   }
 

@@ -45,7 +45,10 @@ export function materializedInputsPathFor(rolloutsPath: string): string {
 }
 
 export function profilePaths(rolloutsPath: string): { rewardProfiling: string; agentMetrics: string } {
-  return { rewardProfiling: sibling(rolloutsPath, '_reward_profiling.jsonl'), agentMetrics: sibling(rolloutsPath, '_agent_metrics.json') };
+  return {
+    rewardProfiling: sibling(rolloutsPath, '_reward_profiling.jsonl'),
+    agentMetrics: sibling(rolloutsPath, '_agent_metrics.json'),
+  };
 }
 
 /** Files the collector and profiler write beside a rollouts file: never shards themselves. */
@@ -58,7 +61,10 @@ export function isDerivedArtifact(file: string): boolean {
 /** The output must be a file path whose directory exists or can be made: said before anything is read or sent. */
 export function checkOutputPath(file: string, flag = '--output'): void {
   if (existsSync(file) && statSync(file).isDirectory()) {
-    throw new ConfigError(`Output '${file}' (${flag}) is a directory; name a file in it, e.g. ${path.join(file, 'rollouts.jsonl')}.`, 'GYM_CONFIG_OUTPUT');
+    throw new ConfigError(
+      `Output '${file}' (${flag}) is a directory; name a file in it, e.g. ${path.join(file, 'rollouts.jsonl')}.`,
+      'GYM_CONFIG_OUTPUT',
+    );
   }
   try {
     mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

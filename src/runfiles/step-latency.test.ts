@@ -9,7 +9,11 @@ test('latency percentiles come from fixed-size histograms within 5% of the true 
   for (let i = 1; i <= 1000; i++) latency.add(1, i / 100);
   const [step] = latency.percentiles();
   assert.equal(step!.count, 1000);
-  for (const [got, want] of [[step!.p50, 5], [step!.p90, 9], [step!.p99, 9.9]] as const) {
+  for (const [got, want] of [
+    [step!.p50, 5],
+    [step!.p90, 9],
+    [step!.p99, 9.9],
+  ] as const) {
     assert.ok(Math.abs(got - want) / want <= 0.05, `${got} vs ${want}`);
   }
 });
@@ -21,12 +25,14 @@ test('a result list is read per step, bad entries skipped, steps past MAX_STEPS 
   latency.addResult(undefined);
   latency.addResult(Array.from({ length: MAX_STEPS + 5 }, () => 1));
   const steps = latency.percentiles();
-  assert.deepEqual(steps.map((s) => [s.step, s.count]), [
-    [1, 2],
-    ...Array.from({ length: MAX_STEPS - 2 }, (_, i) => [i + 2, i + 2 === 5 ? 2 : 1]),
-    [MAX_STEPS, 6],
-  ]);
-  assert.ok(Math.abs(steps[4]!.p99 - 1) <= 0.05 && Math.abs(steps[4]!.p50 - 0.4) / 0.4 <= 0.05, JSON.stringify(steps[4]));
+  assert.deepEqual(
+    steps.map((s) => [s.step, s.count]),
+    [[1, 2], ...Array.from({ length: MAX_STEPS - 2 }, (_, i) => [i + 2, i + 2 === 5 ? 2 : 1]), [MAX_STEPS, 6]],
+  );
+  assert.ok(
+    Math.abs(steps[4]!.p99 - 1) <= 0.05 && Math.abs(steps[4]!.p50 - 0.4) / 0.4 <= 0.05,
+    JSON.stringify(steps[4]),
+  );
 });
 
 test("a collector failure row built from a re-fed row drops that row's stale latencies", () => {

@@ -40,7 +40,8 @@ export function createAgentServer(spec: AgentServerSpec): App {
         return await handler(req);
       } catch (err) {
         if (err instanceof HttpError) throw err;
-        if (!isGymError(err)) process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`);
+        if (!isGymError(err))
+          process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`);
         return { status: 500, body: agentErrorBody(err) };
       }
     };

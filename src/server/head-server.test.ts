@@ -12,10 +12,20 @@ const CONFIG = {
   policy_base_url: 'http://model:8000/v1',
   policy_model: {
     responses_api_models: {
-      openai_model: { entrypoint: 'app.py', host: '127.0.0.1', port: 12001, openai_api_key: 'sk-inner', extra_keys: ['a', 'b'] },
+      openai_model: {
+        entrypoint: 'app.py',
+        host: '127.0.0.1',
+        port: 12001,
+        openai_api_key: 'sk-inner',
+        extra_keys: ['a', 'b'],
+      },
     },
   },
-  counter: { resources_servers: { example_session_state_mgmt: { entrypoint: 'app.py', domain: 'agent', host: '127.0.0.1', port: 12002 } } },
+  counter: {
+    resources_servers: {
+      example_session_state_mgmt: { entrypoint: 'app.py', domain: 'agent', host: '127.0.0.1', port: 12002 },
+    },
+  },
 };
 
 function record(name: string, pid: number): InstanceRecord {
@@ -71,8 +81,19 @@ describe('head server', () => {
     const body = (await get('/server_instances')).json() as Array<Record<string, unknown>>;
     assert.equal(body.length, 1);
     assert.deepEqual(Object.keys(body[0]!).sort(), [
-      'config_path', 'dir_path', 'entrypoint', 'host', 'name', 'pid', 'port', 'process_name', 'server_type',
-      'start_time', 'status', 'uptime_seconds', 'url',
+      'config_path',
+      'dir_path',
+      'entrypoint',
+      'host',
+      'name',
+      'pid',
+      'port',
+      'process_name',
+      'server_type',
+      'start_time',
+      'status',
+      'uptime_seconds',
+      'url',
     ]);
     assert.equal(body[0]!.process_name, 'counter');
     assert.equal(body[0]!.pid, 101);
@@ -84,7 +105,10 @@ describe('head server', () => {
     records.push(record('second', 102));
     try {
       const body = (await get('/server_instances')).json() as Array<{ process_name: string }>;
-      assert.deepEqual(body.map((r) => r.process_name), ['counter', 'second']);
+      assert.deepEqual(
+        body.map((r) => r.process_name),
+        ['counter', 'second'],
+      );
     } finally {
       records.pop();
     }
@@ -95,12 +119,14 @@ describe('head server', () => {
     assert.equal(res.status, 200);
     const yaml = res.json();
     assert.equal(typeof yaml, 'string');
-    for (const secret of ['sk-live-123', 'hf_abc', 'sk-inner']) assert.ok(!res.text().includes(secret), `${secret} leaked`);
+    for (const secret of ['sk-live-123', 'hf_abc', 'sk-inner'])
+      assert.ok(!res.text().includes(secret), `${secret} leaked`);
     const config = parseConfigYaml(yaml as string, 'head server');
     assert.equal(config.policy_api_key, '****');
     assert.equal(config.hf_token, '****');
     assert.equal(config.policy_base_url, 'http://model:8000/v1');
-    const model = (config.policy_model as { responses_api_models: { openai_model: Record<string, unknown> } }).responses_api_models.openai_model;
+    const model = (config.policy_model as { responses_api_models: { openai_model: Record<string, unknown> } })
+      .responses_api_models.openai_model;
     assert.equal(model.openai_api_key, '****');
     assert.deepEqual(model.extra_keys, ['****', '****']);
     assert.equal(model.port, 12001);

@@ -46,7 +46,9 @@ export async function serveInstance(
       void listening
         .close()
         .then(() => options.onShutdown?.())
-        .catch((err: unknown) => process.stderr.write(`Error while stopping: ${err instanceof Error ? err.message : String(err)}\n`))
+        .catch((err: unknown) =>
+          process.stderr.write(`Error while stopping: ${err instanceof Error ? err.message : String(err)}\n`),
+        )
         .finally(() => process.exit(0));
     };
     process.once('SIGINT', stop);

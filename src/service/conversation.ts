@@ -113,7 +113,9 @@ export function functionTools(tools: unknown): FunctionTool[] {
   if (!Array.isArray(tools)) return [];
   return tools.filter(
     (tool): tool is FunctionTool =>
-      typeof tool === 'object' && tool !== null && (tool as FunctionTool).type === 'function' &&
+      typeof tool === 'object' &&
+      tool !== null &&
+      (tool as FunctionTool).type === 'function' &&
       typeof (tool as FunctionTool).name === 'string',
   );
 }

@@ -66,14 +66,16 @@ export function checkDecision(value: unknown, declaredTools: ReadonlySet<string>
     throw new DecisionError(
       hasCalls
         ? 'decide() returned both toolCalls and final: return one of them (a response either asks for tools or finishes)'
-        : 'decide() must return {toolCalls: [...]} or {final: \'...\'}: neither was present',
+        : "decide() must return {toolCalls: [...]} or {final: '...'}: neither was present",
     );
   }
   const internal = checkInternal(value.internal);
   const usage = checkUsage(value.usage);
   if (hasFinal) {
     if (typeof value.final !== 'string') {
-      throw new DecisionError(`decide() returned final as ${describe(value.final)}: it must be the answer text (a string)`);
+      throw new DecisionError(
+        `decide() returned final as ${describe(value.final)}: it must be the answer text (a string)`,
+      );
     }
     return { toolCalls: undefined, final: value.final, internal, usage };
   }
@@ -129,7 +131,9 @@ function checkUsage(value: unknown): Required<TokenUsage> {
     const count = value[key];
     if (count === undefined) continue;
     if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) {
-      throw new DecisionError(`decide() returned usage.${key} = ${describe(count)}: token counts are whole numbers ≥ 0`);
+      throw new DecisionError(
+        `decide() returned usage.${key} = ${describe(count)}: token counts are whole numbers ≥ 0`,
+      );
     }
     usage[key] = count;
   }
@@ -186,7 +190,8 @@ function excerpt(text: string): string {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'string') return `a string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'string')
+    return `a string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'object') return 'an object';
   return `${typeof value} ${String(value)}`;
 }

@@ -26,7 +26,13 @@ export function buildResponse(decision: CheckedDecision, ctx: ResponseContext): 
   for (const record of decision.internal) {
     const callId = newId('call');
     output.push(functionCallItem(record.name, record.arguments, callId));
-    output.push({ type: 'function_call_output', id: newId('fco'), call_id: callId, output: record.output, status: 'completed' });
+    output.push({
+      type: 'function_call_output',
+      id: newId('fco'),
+      call_id: callId,
+      output: record.output,
+      status: 'completed',
+    });
   }
   if (decision.toolCalls) {
     for (const call of decision.toolCalls) output.push(functionCallItem(call.name, call.arguments, newId('call')));

@@ -18,7 +18,12 @@ import {
 } from './index.js';
 
 const TOOLS = [
-  { type: 'function', name: 'increment_counter', parameters: { type: 'object', properties: { count: { type: 'integer' } } }, strict: true },
+  {
+    type: 'function',
+    name: 'increment_counter',
+    parameters: { type: 'object', properties: { count: { type: 'integer' } } },
+    strict: true,
+  },
   { type: 'function', name: 'get_counter_value', parameters: { type: 'object', properties: {} }, strict: true },
 ];
 const TASK = { input: [{ role: 'user', content: 'add 1 then add 2 then get the count' }], tools: TOOLS };
@@ -53,15 +58,20 @@ describe('agent-service kit', () => {
   const seen: DecideContext[] = [];
   let service: RunningService;
   before(async () => {
-    service = await serve((conversation, tools, ctx) => {
-      seen.push(ctx);
-      return decide(conversation, tools, ctx);
-    }, { port: 0, brainName: 'test-brain', log: () => {} });
+    service = await serve(
+      (conversation, tools, ctx) => {
+        seen.push(ctx);
+        return decide(conversation, tools, ctx);
+      },
+      { port: 0, brainName: 'test-brain', log: () => {} },
+    );
   });
   after(() => service.close());
 
   test('asks become unpaired function_call items in the exact shape, with complete usage and the brain as model', async () => {
-    decide = () => ({ toolCalls: [{ name: 'increment_counter', arguments: { count: 1 } }, { name: 'get_counter_value' }] });
+    decide = () => ({
+      toolCalls: [{ name: 'increment_counter', arguments: { count: 1 } }, { name: 'get_counter_value' }],
+    });
     const res = await post(service.url, TASK);
     assert.equal(res.status, 200);
     const body = res.json() as Body;
@@ -91,13 +101,16 @@ describe('agent-service kit', () => {
     assert.equal(body.output.length, 1);
     const message = body.output[0]!;
     assert.match(message.id, /^msg_/);
-    assert.deepEqual({ ...message, id: 'x' }, {
-      type: 'message',
-      id: 'x',
-      role: 'assistant',
-      status: 'completed',
-      content: [{ type: 'output_text', text: 'The count is 6.', annotations: [] }],
-    });
+    assert.deepEqual(
+      { ...message, id: 'x' },
+      {
+        type: 'message',
+        id: 'x',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: 'The count is 6.', annotations: [] }],
+      },
+    );
     assert.deepEqual(body.usage, {
       input_tokens: 120,
       input_tokens_details: { cached_tokens: 100 },
@@ -114,7 +127,10 @@ describe('agent-service kit', () => {
     });
     const body = (await post(service.url, TASK)).json() as Body;
     assert.equal(validateResponse(body).ok, true);
-    assert.deepEqual(body.output.map((item) => item.type), ['function_call', 'function_call_output', 'function_call']);
+    assert.deepEqual(
+      body.output.map((item) => item.type),
+      ['function_call', 'function_call_output', 'function_call'],
+    );
     assert.equal(body.output[0]!.name, 'web_search');
     assert.equal(body.output[1]!.call_id, body.output[0]!.call_id);
     assert.equal(body.output[1]!.output, '{"hits":3}');
@@ -232,11 +248,17 @@ test('createHandler mounts in a plain node:http server', async () => {
 
 test('parseJsonDecision reads plain, fenced and wrapped JSON, and names a reply without a decision', () => {
   assert.deepEqual(parseJsonDecision('{"final": "6"}'), { final: '6' });
-  assert.deepEqual(parseJsonDecision('```json\n{"tool_calls": [{"name": "get_counter_value", "arguments": {}}]}\n```'), {
-    toolCalls: [{ name: 'get_counter_value', arguments: {} }],
-  });
+  assert.deepEqual(
+    parseJsonDecision('```json\n{"tool_calls": [{"name": "get_counter_value", "arguments": {}}]}\n```'),
+    {
+      toolCalls: [{ name: 'get_counter_value', arguments: {} }],
+    },
+  );
   assert.deepEqual(parseJsonDecision('Sure! {"final": 6} Hope that helps.'), { final: '6' });
-  assert.throws(() => parseJsonDecision('I think the answer is six'), /not a JSON decision: "I think the answer is six"/);
+  assert.throws(
+    () => parseJsonDecision('I think the answer is six'),
+    /not a JSON decision: "I think the answer is six"/,
+  );
   assert.throws(() => parseJsonDecision('{"thoughts": 1}'), /neither "tool_calls" nor "final"/);
 });
 
@@ -246,7 +268,12 @@ test('renderConversation and toolHistory read a Gym conversation', () => {
     { type: 'function_call', call_id: 'c1', name: 'increment_counter', arguments: '{"count":1}' },
     { type: 'function_call_output', call_id: 'c1', output: '{"success":true}' },
     { type: 'function_call', call_id: 'c2', name: 'get_counter_value', arguments: '{}' },
-    { type: 'message', role: 'assistant', id: 'm', content: [{ type: 'output_text', text: 'working', annotations: [] }] },
+    {
+      type: 'message',
+      role: 'assistant',
+      id: 'm',
+      content: [{ type: 'output_text', text: 'working', annotations: [] }],
+    },
   ];
   assert.equal(
     renderConversation(conversation),

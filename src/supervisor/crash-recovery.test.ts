@@ -36,11 +36,17 @@ after(() => service?.close());
 const AGENT = 'remote_agent';
 const ENVIRONMENT = 'example_session_state_mgmt_resources_server';
 
-test('SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once', { timeout: 60_000 }, (t) =>
-  killMidCollection(t, AGENT));
+test(
+  'SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once',
+  { timeout: 60_000 },
+  (t) => killMidCollection(t, AGENT),
+);
 
-test('SIGKILL of the environment mid-collection: rollouts of the lost sessions are retried, never scored', { timeout: 60_000 }, (t) =>
-  killMidCollection(t, ENVIRONMENT));
+test(
+  'SIGKILL of the environment mid-collection: rollouts of the lost sessions are retried, never scored',
+  { timeout: 60_000 },
+  (t) => killMidCollection(t, ENVIRONMENT),
+);
 
 async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof ENVIRONMENT): Promise<void> {
   service ??= await serve(planner.decide, { port: 0 });
@@ -67,7 +73,19 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   await waitForEnvironment(headPort);
   const before = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
 
-  const args = ['eval', 'run', '--no-serve', '-a', 'remote_agent', '-i', 'in.jsonl', '-o', 'r.jsonl', `+num_samples_in_parallel=${CONCURRENCY}`, ...head];
+  const args = [
+    'eval',
+    'run',
+    '--no-serve',
+    '-a',
+    'remote_agent',
+    '-i',
+    'in.jsonl',
+    '-o',
+    'r.jsonl',
+    `+num_samples_in_parallel=${CONCURRENCY}`,
+    ...head,
+  ];
   const collection = spawnGym(args, { cwd: dir, env });
   const rollouts = path.join(dir, 'r.jsonl');
   await eventually(() => lineCount(rollouts) >= 40, { what: 'the collection to be under way', timeoutMs: 20_000 });
@@ -78,7 +96,10 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   } else {
     // Every rollout in flight holds a session on the environment (seeded, incremented) and waits at the service.
     planner.hold();
-    await eventually(() => planner.parked === CONCURRENCY, { what: 'every rollout in flight to wait at the service', timeoutMs: 10_000 });
+    await eventually(() => planner.parked === CONCURRENCY, {
+      what: 'every rollout in flight to wait at the service',
+      timeoutMs: 10_000,
+    });
     doneAtKill = lineCount(rollouts);
     process.kill(before.pid!, 'SIGKILL');
     await restartedAndAnswering(headPort, killed, 10_000);
@@ -94,16 +115,29 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   assert.equal(new Set(all).size, ROWS, 'a (task, rollout) is missing or written twice');
   assert.equal(all.length, ROWS);
   const scoredOnLostSession = completed.filter((row) => row.reward !== 1);
-  assert.equal(scoredOnLostSession.length, 0, `completed rows not scored 1.0: ${JSON.stringify(scoredOnLostSession.slice(0, 3))}`);
+  assert.equal(
+    scoredOnLostSession.length,
+    0,
+    `completed rows not scored 1.0: ${JSON.stringify(scoredOnLostSession.slice(0, 3))}`,
+  );
   if (killed === AGENT) {
-    assert.ok(failures.length <= CONCURRENCY, `${failures.length} failure rows, more than the ${CONCURRENCY} rollouts in flight at the kill`);
+    assert.ok(
+      failures.length <= CONCURRENCY,
+      `${failures.length} failure rows, more than the ${CONCURRENCY} rollouts in flight at the kill`,
+    );
   } else {
     // Exactly the rollouts whose sessions died: their next tool call reached the restarted process.
     assert.equal(failures.length, CONCURRENCY);
-    for (const failure of failures) assert.match(String(failure.error), new RegExp(`the resources server '${ENVIRONMENT}' restarted during this rollout`));
+    for (const failure of failures)
+      assert.match(
+        String(failure.error),
+        new RegExp(`the resources server '${ENVIRONMENT}' restarted during this rollout`),
+      );
   }
   for (const failure of failures) assert.equal(failure._ng_failure_terminal, undefined, String(failure.error));
-  t.diagnostic(`killed ${killed} with ${doneAtKill} of ${ROWS} rollouts written; ${failures.length} failure row(s) after the restart`);
+  t.diagnostic(
+    `killed ${killed} with ${doneAtKill} of ${ROWS} rollouts written; ${failures.length} failure row(s) after the restart`,
+  );
 
   // The same environment, restarted in place, is what the collection finished against: no new `gym env start`.
   const restarted = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
@@ -122,7 +156,11 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
 
   environment.child.kill('SIGINT');
   await environment.result;
-  await eventually(() => processesWithMarker(marker).length === 0, { what: 'no server is left', timeoutMs: 5_000, intervalMs: 25 });
+  await eventually(() => processesWithMarker(marker).length === 0, {
+    what: 'no server is left',
+    timeoutMs: 5_000,
+    intervalMs: 25,
+  });
 }
 
 /** The incremental counter planner, which can park every rollout's later calls (step 2 on) until released. */
@@ -162,5 +200,8 @@ async function restartedAndAnswering(headPort: number, name: string, timeoutMs: 
     if (instance?.restarts === 1) url = instance.url;
     else await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  assert.ok(url !== undefined && (await waitUntilAnswering(url, { signal: deadline })), `${name} was not restarted within ${timeoutMs} ms`);
+  assert.ok(
+    url !== undefined && (await waitUntilAnswering(url, { signal: deadline })),
+    `${name} was not restarted within ${timeoutMs} ms`,
+  );
 }

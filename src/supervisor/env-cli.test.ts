@@ -40,7 +40,9 @@ describe('gym env start / status / stop', () => {
 
   before(() => {
     scratch = makeScratch();
-    counterConfig = scratch.writeConfig('counter.yaml', { example_session_state_mgmt_resources_server: counterServer() });
+    counterConfig = scratch.writeConfig('counter.yaml', {
+      example_session_state_mgmt_resources_server: counterServer(),
+    });
   });
   after(() => scratch.remove());
 
@@ -88,10 +90,20 @@ describe('gym env start / status / stop', () => {
   }
 
   /** `gym env start` with the given config file on a fresh head port. */
-  async function startEnv(configFile: string, extra: string[] = []): Promise<{ run: Gym; headPort: number; logDir: string }> {
+  async function startEnv(
+    configFile: string,
+    extra: string[] = [],
+  ): Promise<{ run: Gym; headPort: number; logDir: string }> {
     const headPort = await findFreePort();
     const logDir = path.join(scratch.dir, `logs-${++logDirs}`);
-    const run = gym(['env', 'start', `+config_paths=[${configFile}]`, `++head_server.port=${headPort}`, `++nemo_gym_log_dir=${logDir}`, ...extra]);
+    const run = gym([
+      'env',
+      'start',
+      `+config_paths=[${configFile}]`,
+      `++head_server.port=${headPort}`,
+      `++nemo_gym_log_dir=${logDir}`,
+      ...extra,
+    ]);
     return { run, headPort, logDir };
   }
 
@@ -103,7 +115,11 @@ describe('gym env start / status / stop', () => {
   }
 
   const nothingLeft = (): Promise<void> =>
-    eventually(() => processesWithMarker(marker).length === 0, { what: 'no process started by the test is left', timeoutMs: 5_000, intervalMs: 25 });
+    eventually(() => processesWithMarker(marker).length === 0, {
+      what: 'no process started by the test is left',
+      timeoutMs: 5_000,
+      intervalMs: 25,
+    });
 
   it('runs the counter environment: ready line, healthy in status --json, ended by env stop with nothing left', async () => {
     const started = performance.now();
@@ -125,16 +141,27 @@ describe('gym env start / status / stop', () => {
     assert.ok(typeof counter.uptime_seconds === 'number' && counter.uptime_seconds >= 0);
     assert.ok(counter.pid && isAlive(counter.pid));
     // The table names the server with its url and pid.
-    assert.match(run.stdout, new RegExp(`example_session_state_mgmt_resources_server\\s+resources_servers/example_session_state_mgmt\\s+${counter.url}\\s+${counter.pid}`));
+    assert.match(
+      run.stdout,
+      new RegExp(
+        `example_session_state_mgmt_resources_server\\s+resources_servers/example_session_state_mgmt\\s+${counter.url}\\s+${counter.pid}`,
+      ),
+    );
 
     const human = gym(['env', 'status', `++head_server.port=${headPort}`]);
     assert.equal(await finished(human), 0);
-    assert.match(human.stdout, /^\[1\] ✓ example_session_state_mgmt_resources_server \(resources_servers\/example_session_state_mgmt\)$/m);
+    assert.match(
+      human.stdout,
+      /^\[1\] ✓ example_session_state_mgmt_resources_server \(resources_servers\/example_session_state_mgmt\)$/m,
+    );
     assert.match(human.stdout, /^1 servers found \(1 healthy, 0 unhealthy\)$/m);
 
     const stop = gym(['env', 'stop', `++head_server.port=${headPort}`]);
     assert.equal(await finished(stop), 0, stop.stderr);
-    assert.match(stop.stdout, /Stopped the environment at .*: 1 server\(s\) \(example_session_state_mgmt_resources_server\)/);
+    assert.match(
+      stop.stdout,
+      /Stopped the environment at .*: 1 server\(s\) \(example_session_state_mgmt_resources_server\)/,
+    );
     assert.equal(isAlive(counter.pid), false, 'the server outlived gym env stop');
     assert.equal(await finished(run), 0, run.stderr);
     assert.equal(run.stdout.match(/servers ready/g)?.length, 1, 'exactly one ready line');

@@ -4,7 +4,14 @@ import { findFreePort } from '../config/index.js';
 import { GymError } from '../errors.js';
 import { App, type Listening } from '../http/server.js';
 import { createHeadServer } from '../server/head-server.js';
-import { fetchServerInstances, formatUptime, probeHealth, requestShutdown, waitUntilGone, withHealth } from './head-client.js';
+import {
+  fetchServerInstances,
+  formatUptime,
+  probeHealth,
+  requestShutdown,
+  waitUntilGone,
+  withHealth,
+} from './head-client.js';
 
 describe('head client', () => {
   let other: Listening;
@@ -50,11 +57,24 @@ describe('head client', () => {
     let stop: () => void = () => undefined;
     const stopped = new Promise<void>((resolve) => (stop = resolve));
     const record = {
-      process_name: 'probe_target', server_type: 'resources_servers', name: 'x', dir_path: '/x', entrypoint: 'app.py',
-      host: '127.0.0.1', port: Number(new URL(other.url).port), url: other.url, pid: 1, config_path: 'probe_target',
-      start_time: Date.now() / 1000 - 90, status: null, uptime_seconds: null,
+      process_name: 'probe_target',
+      server_type: 'resources_servers',
+      name: 'x',
+      dir_path: '/x',
+      entrypoint: 'app.py',
+      host: '127.0.0.1',
+      port: Number(new URL(other.url).port),
+      url: other.url,
+      pid: 1,
+      config_path: 'probe_target',
+      start_time: Date.now() / 1000 - 90,
+      status: null,
+      uptime_seconds: null,
     };
-    const head = await createHeadServer({ config: {}, instances: () => [record], onShutdown: () => stop() }).listen(0, '127.0.0.1');
+    const head = await createHeadServer({ config: {}, instances: () => [record], onShutdown: () => stop() }).listen(
+      0,
+      '127.0.0.1',
+    );
     const lookup = await fetchServerInstances(head.url);
     assert.equal(lookup.kind, 'found');
     const [probed] = await withHealth(lookup.kind === 'found' ? lookup.instances : []);

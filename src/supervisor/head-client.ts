@@ -12,15 +12,16 @@ import { answers } from '../http/readiness.js';
 const INSTANCES_TIMEOUT_MS = 5_000;
 const HEALTH_TIMEOUT_MS = 2_000;
 
-export type HeadLookup =
-  | { kind: 'found'; instances: InstanceRecord[] }
-  | { kind: 'unreachable'; reason: string };
+export type HeadLookup = { kind: 'found'; instances: InstanceRecord[] } | { kind: 'unreachable'; reason: string };
 
 /** `GET <head>/server_instances`. Nothing answering is a normal outcome (nothing runs), not an error. */
 export async function fetchServerInstances(headUrl: string): Promise<HeadLookup> {
   let body: unknown;
   try {
-    const res = await request(`${headUrl}/server_instances`, { timeoutMs: INSTANCES_TIMEOUT_MS, maxBodyBytes: 16 * 1024 * 1024 });
+    const res = await request(`${headUrl}/server_instances`, {
+      timeoutMs: INSTANCES_TIMEOUT_MS,
+      maxBodyBytes: 16 * 1024 * 1024,
+    });
     if (res.status !== 200) throw notAHeadServer(headUrl, `HTTP ${res.status} for /server_instances`);
     body = res.json();
   } catch (err) {
@@ -37,7 +38,9 @@ export async function fetchServerInstances(headUrl: string): Promise<HeadLookup>
 function isInstanceRecord(value: unknown): value is InstanceRecord {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Record<string, unknown>;
-  return typeof record.process_name === 'string' && typeof record.server_type === 'string' && typeof record.name === 'string';
+  return (
+    typeof record.process_name === 'string' && typeof record.server_type === 'string' && typeof record.name === 'string'
+  );
 }
 
 function notAHeadServer(headUrl: string, what: string): GymError {
@@ -50,7 +53,10 @@ function notAHeadServer(headUrl: string, what: string): GymError {
 }
 
 /** Health of one server, in the reference's four words: any HTTP answer to `GET <url>/` is `success`. */
-export async function probeHealth(url: string | null | undefined, timeoutMs = HEALTH_TIMEOUT_MS): Promise<InstanceStatus> {
+export async function probeHealth(
+  url: string | null | undefined,
+  timeoutMs = HEALTH_TIMEOUT_MS,
+): Promise<InstanceStatus> {
   if (!url) return 'unknown_error';
   try {
     await request(`${url}/`, { timeoutMs, maxBodyBytes: 1024 * 1024 });
@@ -63,7 +69,10 @@ export async function probeHealth(url: string | null | undefined, timeoutMs = HE
 }
 
 /** Every instance with `status` probed and `uptime_seconds` computed from its `start_time`. */
-export async function withHealth(instances: readonly InstanceRecord[], now = Date.now() / 1000): Promise<InstanceRecord[]> {
+export async function withHealth(
+  instances: readonly InstanceRecord[],
+  now = Date.now() / 1000,
+): Promise<InstanceRecord[]> {
   return Promise.all(
     instances.map(async (record) => ({
       ...record,
@@ -74,9 +83,7 @@ export async function withHealth(instances: readonly InstanceRecord[], now = Dat
 }
 
 export type ShutdownOutcome =
-  | { kind: 'accepted' }
-  | { kind: 'unreachable'; reason: string }
-  | { kind: 'unsupported'; status: number };
+  { kind: 'accepted' } | { kind: 'unreachable'; reason: string } | { kind: 'unsupported'; status: number };
 
 /** `POST <head>/shutdown`: the environment stops its servers, then its head server. */
 export async function requestShutdown(headUrl: string): Promise<ShutdownOutcome> {

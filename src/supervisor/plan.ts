@@ -40,17 +40,26 @@ function isDirectory(dir: string): boolean {
 }
 
 /** The directory a server's code comes from, and why. */
-export function locateServer(instance: ServerInstance, ctx: PlanContext): { dirPath: string; origin: string; shadowed: string[] } {
+export function locateServer(
+  instance: ServerInstance,
+  ctx: PlanContext,
+): { dirPath: string; origin: string; shadowed: string[] } {
   const relative = path.join(instance.serverType, instance.impl);
   const explicit = instance.config.server_dir;
   if (explicit !== undefined && explicit !== null) {
     const key = `${instance.name}.${instance.serverType}.${instance.impl}.server_dir`;
     if (typeof explicit !== 'string' || explicit.trim() === '') {
-      throw new ConfigError(`${key} must be the path of the server's directory (absolute, or relative to the working directory).`, 'GYM_CONFIG_SERVER_DIR');
+      throw new ConfigError(
+        `${key} must be the path of the server's directory (absolute, or relative to the working directory).`,
+        'GYM_CONFIG_SERVER_DIR',
+      );
     }
     const dirPath = path.resolve(ctx.cwd, explicit.trim());
     if (!isDirectory(dirPath)) {
-      throw new ConfigError(`${key} = ${dirPath} is not a directory. Point it at the directory holding the server's entrypoint, or remove it to use ${relative} from the search roots.`, 'GYM_CONFIG_SERVER_DIR');
+      throw new ConfigError(
+        `${key} = ${dirPath} is not a directory. Point it at the directory holding the server's entrypoint, or remove it to use ${relative} from the search roots.`,
+        'GYM_CONFIG_SERVER_DIR',
+      );
     }
     return { dirPath, origin: 'server_dir', shadowed: [] };
   }

@@ -24,7 +24,15 @@ const custom = executable(path.join(dir, 'custom', 'python'));
 const env = { PATH: bin, PYTHONPATH: '/existing' };
 
 function instance(config: Record<string, unknown> = {}): ServerInstance {
-  return { name: 'env_a', serverType: 'resources_servers', impl: 'impl_a', config: { entrypoint: 'app.py', ...config }, host: '127.0.0.1', port: 1, url: 'http://127.0.0.1:1' };
+  return {
+    name: 'env_a',
+    serverType: 'resources_servers',
+    impl: 'impl_a',
+    config: { entrypoint: 'app.py', ...config },
+    host: '127.0.0.1',
+    port: 1,
+    url: 'http://127.0.0.1:1',
+  };
 }
 const choose = (config: Record<string, unknown>, inner: Record<string, unknown> = {}) =>
   choosePython({ instance: instance(inner), dirPath: '/srv/impl_a', config, cwd: dir, env });
@@ -45,25 +53,55 @@ describe('choosePython', () => {
     assert.equal(choice.executable, venvPython);
     assert.equal(choice.env.VIRTUAL_ENV, path.dirname(path.dirname(venvPython)));
     assert.equal(choice.env.PATH, `${path.dirname(venvPython)}${path.delimiter}${bin}`);
-    assert.equal(choose({ uv_venv_dir: venvs }).executable, python3, 'without skip_venv_if_present the venv is not used');
+    assert.equal(
+      choose({ uv_venv_dir: venvs }).executable,
+      python3,
+      'without skip_venv_if_present the venv is not used',
+    );
   });
 
   test('uv_venv_dir defaults to the working directory, as in the reference', () => {
     assert.equal(venvOf(instance(), {}, dir), path.join(dir, 'resources_servers', 'impl_a', '.venv'));
   });
 
-  test('precedence: the server\'s python_executable, the venv, the top-level python_executable, python3', () => {
-    assert.equal(choose({ skip_venv_if_present: true, uv_venv_dir: venvs, python_executable: python3 }, { python_executable: custom }).executable, custom);
-    assert.equal(choose({ skip_venv_if_present: true, uv_venv_dir: venvs, python_executable: custom }).executable, venvPython);
-    const missing = choose({ skip_venv_if_present: true, uv_venv_dir: path.join(dir, 'none'), python_executable: 'custom/python' });
+  test("precedence: the server's python_executable, the venv, the top-level python_executable, python3", () => {
+    assert.equal(
+      choose(
+        { skip_venv_if_present: true, uv_venv_dir: venvs, python_executable: python3 },
+        { python_executable: custom },
+      ).executable,
+      custom,
+    );
+    assert.equal(
+      choose({ skip_venv_if_present: true, uv_venv_dir: venvs, python_executable: custom }).executable,
+      venvPython,
+    );
+    const missing = choose({
+      skip_venv_if_present: true,
+      uv_venv_dir: path.join(dir, 'none'),
+      python_executable: 'custom/python',
+    });
     assert.equal(missing.executable, custom, 'relative paths resolve against the working directory');
-    assert.match(missing.reason, /^python_executable; no venv at .*none\/resources_servers\/impl_a\/\.venv \(tsgym never builds one\)$/);
+    assert.match(
+      missing.reason,
+      /^python_executable; no venv at .*none\/resources_servers\/impl_a\/\.venv \(tsgym never builds one\)$/,
+    );
   });
 
   test('an interpreter that does not exist is a config error naming the key', () => {
-    assert.throws(() => choose({}, { python_executable: '/no/python' }), (err: unknown) => err instanceof ConfigError && /env_a\.resources_servers\.impl_a\.python_executable = \/no\/python is not an executable file/.test(err.message));
+    assert.throws(
+      () => choose({}, { python_executable: '/no/python' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /env_a\.resources_servers\.impl_a\.python_executable = \/no\/python is not an executable file/.test(
+          err.message,
+        ),
+    );
     assert.throws(() => choose({ python_executable: 'python9.9' }), /python_executable = python9\.9 is not on PATH/);
-    assert.throws(() => choosePython({ instance: instance(), dirPath: '/srv', config: {}, cwd: dir, env: { PATH: '' } }), /python3 \(the default interpreter for Python servers\) is not on PATH/);
+    assert.throws(
+      () => choosePython({ instance: instance(), dirPath: '/srv', config: {}, cwd: dir, env: { PATH: '' } }),
+      /python3 \(the default interpreter for Python servers\) is not on PATH/,
+    );
   });
 });
 
@@ -83,9 +121,15 @@ describe('locateServer', () => {
   });
 
   test('server_dir points elsewhere explicitly; names tsgym does not ship come from the search roots', () => {
-    assert.equal(locateServer(instance({ server_dir: 'extra/resources_servers/impl_a' }), ctx).dirPath, path.join(extra, 'resources_servers', 'impl_a'));
+    assert.equal(
+      locateServer(instance({ server_dir: 'extra/resources_servers/impl_a' }), ctx).dirPath,
+      path.join(extra, 'resources_servers', 'impl_a'),
+    );
     const other = { ...instance(), impl: 'only_extra' };
     assert.equal(locateServer(other, ctx).origin, `found under ${extra}`);
-    assert.throws(() => locateServer(instance({ server_dir: '/no/dir' }), ctx), /server_dir = \/no\/dir is not a directory/);
+    assert.throws(
+      () => locateServer(instance({ server_dir: '/no/dir' }), ctx),
+      /server_dir = \/no\/dir is not a directory/,
+    );
   });
 });

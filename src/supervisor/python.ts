@@ -40,8 +40,14 @@ const DEFAULT_PYTHON = 'python3';
 export function choosePython(ctx: PythonContext): PythonChoice {
   const { instance, config, cwd, env } = ctx;
   const serverKey = `${instance.name}.${instance.serverType}.${instance.impl}.python_executable`;
-  const pythonPath = [ctx.dirPath, env.PYTHONPATH].filter((entry) => entry !== undefined && entry !== '').join(path.delimiter);
-  const plain = (executable: string, reason: string): PythonChoice => ({ executable, reason, env: { PYTHONPATH: pythonPath } });
+  const pythonPath = [ctx.dirPath, env.PYTHONPATH]
+    .filter((entry) => entry !== undefined && entry !== '')
+    .join(path.delimiter);
+  const plain = (executable: string, reason: string): PythonChoice => ({
+    executable,
+    reason,
+    env: { PYTHONPATH: pythonPath },
+  });
 
   const own = instance.config.python_executable;
   if (isSet(own)) return plain(findExecutable(own, serverKey, cwd, env), `${serverKey}`);
@@ -65,13 +71,15 @@ export function choosePython(ctx: PythonContext): PythonChoice {
   }
   const shared = config.python_executable;
   const fallback = missingVenv ? `; ${missingVenv}` : '';
-  if (isSet(shared)) return plain(findExecutable(shared, 'python_executable', cwd, env), `python_executable${fallback}`);
+  if (isSet(shared))
+    return plain(findExecutable(shared, 'python_executable', cwd, env), `python_executable${fallback}`);
   return plain(findExecutable(DEFAULT_PYTHON, undefined, cwd, env), `python3 on PATH, the default${fallback}`);
 }
 
 /** `<uv_venv_dir>/<server_type>/<impl>/.venv`, `uv_venv_dir` relative to the working directory (default: it). */
 export function venvOf(instance: ServerInstance, config: Record<string, unknown>, cwd: string): string {
-  const root = typeof config.uv_venv_dir === 'string' && config.uv_venv_dir.trim() !== '' ? config.uv_venv_dir.trim() : cwd;
+  const root =
+    typeof config.uv_venv_dir === 'string' && config.uv_venv_dir.trim() !== '' ? config.uv_venv_dir.trim() : cwd;
   return path.resolve(cwd, root, instance.serverType, instance.impl, '.venv');
 }
 
@@ -92,9 +100,11 @@ export function isPythonLaunch(launch: LaunchSpec): boolean {
  */
 function findExecutable(value: unknown, key: string | undefined, cwd: string, env: NodeJS.ProcessEnv): string {
   const name = typeof value === 'string' ? value.trim() : '';
-  const fix = 'Point python_executable at an existing interpreter (e.g. ++python_executable=/path/to/venv/bin/python)' +
-    ', or set ++skip_venv_if_present=true with ++uv_venv_dir=<dir holding the servers\' venvs>.';
-  if (name === '') throw new ConfigError(`${key} must be the path or name of a Python interpreter. ${fix}`, 'GYM_PYTHON');
+  const fix =
+    'Point python_executable at an existing interpreter (e.g. ++python_executable=/path/to/venv/bin/python)' +
+    ", or set ++skip_venv_if_present=true with ++uv_venv_dir=<dir holding the servers' venvs>.";
+  if (name === '')
+    throw new ConfigError(`${key} must be the path or name of a Python interpreter. ${fix}`, 'GYM_PYTHON');
   if (name.includes('/')) {
     const file = path.resolve(cwd, name);
     if (!isExecutable(file)) {

@@ -4,7 +4,6 @@ import { StringDecoder } from 'node:string_decoder';
 import { once } from 'node:events';
 import type { LaunchSpec } from '../config/index.js';
 
-
 export interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -109,7 +108,10 @@ export class ServerProcess {
     await within(this.outputDone, 500);
     if (!this.log.closed) {
       this.log.end();
-      await within(once(this.log, 'close').catch(() => undefined), 500);
+      await within(
+        once(this.log, 'close').catch(() => undefined),
+        500,
+      );
     }
   }
 

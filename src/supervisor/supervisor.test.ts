@@ -68,20 +68,38 @@ describe('startEnvironment', () => {
   }
 
   function start(config: GlobalConfig, out: Output, options: Partial<StartOptions> = {}): Promise<RunningEnvironment> {
-    return startEnvironment(config, { cwd: scratch.dir, env, out, logDir: path.join(scratch.dir, `logs-${configs}`), ...options });
+    return startEnvironment(config, {
+      cwd: scratch.dir,
+      env,
+      out,
+      logDir: path.join(scratch.dir, `logs-${configs}`),
+      ...options,
+    });
   }
 
   const nothingLeft = (): Promise<void> =>
-    eventually(() => processesWithMarker(marker).length === 0, { what: 'no test process is left', timeoutMs: 3_000, intervalMs: 25 });
+    eventually(() => processesWithMarker(marker).length === 0, {
+      what: 'no test process is left',
+      timeoutMs: 3_000,
+      intervalMs: 25,
+    });
 
   it('starts every server, lists them at the head server, and stops them all', async () => {
     const out = new Output();
     const config = await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') });
     const running = await start(config, out);
     try {
-      assert.deepEqual(running.instances.map((i) => i.process_name), ['alpha', 'beta']);
-      const listed = (await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
-      assert.deepEqual(listed.map((i) => [i.process_name, i.pid]), running.instances.map((i) => [i.process_name, i.pid]));
+      assert.deepEqual(
+        running.instances.map((i) => i.process_name),
+        ['alpha', 'beta'],
+      );
+      const listed = (
+        await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })
+      ).json() as InstanceRecord[];
+      assert.deepEqual(
+        listed.map((i) => [i.process_name, i.pid]),
+        running.instances.map((i) => [i.process_name, i.pid]),
+      );
       for (const instance of running.instances) {
         assert.equal(instance.server_type, 'resources_servers');
         assert.equal(instance.name, 'fixture');
@@ -92,7 +110,8 @@ describe('startEnvironment', () => {
       }
       if (process.platform === 'linux') {
         const marked = processesWithMarker(marker);
-        for (const instance of running.instances) assert.ok(marked.includes(instance.pid!), 'the marker check cannot see servers');
+        for (const instance of running.instances)
+          assert.ok(marked.includes(instance.pid!), 'the marker check cannot see servers');
       }
       // Each server learned its own name from NEMO_GYM_CONFIG_PATH; its lines are prefixed and logged.
       assert.match(out.text, /^\(alpha\) fixture alpha starting as serve$/m);
@@ -152,7 +171,9 @@ describe('startEnvironment', () => {
   it('names the port and the server port key when a server port is taken, before starting anything', async () => {
     const blocker = await occupyPort();
     try {
-      const config = await load({ alpha: fixtureServer('serve') }, [`++alpha.resources_servers.fixture.port=${blocker.port}`]);
+      const config = await load({ alpha: fixtureServer('serve') }, [
+        `++alpha.resources_servers.fixture.port=${blocker.port}`,
+      ]);
       await assert.rejects(start(config, new Output()), (err: unknown) => {
         assert.ok(err instanceof ConfigError);
         assert.match(err.message, new RegExp(`Port ${blocker.port} on 127\\.0\\.0\\.1 is already in use`));
@@ -173,8 +194,13 @@ describe('startEnvironment', () => {
       const [firstPid, url] = [alpha.pid!, alpha.url];
       process.kill(firstPid, 'SIGKILL');
       await out.waitFor(/\(alpha\) restarted \(pid \d+\) and answering on /);
-      assert.match(out.text, /\(alpha\) was killed by SIGKILL unexpectedly; restarting it on http:\/\/127\.0\.0\.1:\d+ in 0\.25s \(restart 1 of at most 5 within 10 minutes\)/);
-      const listed = (await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
+      assert.match(
+        out.text,
+        /\(alpha\) was killed by SIGKILL unexpectedly; restarting it on http:\/\/127\.0\.0\.1:\d+ in 0\.25s \(restart 1 of at most 5 within 10 minutes\)/,
+      );
+      const listed = (
+        await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })
+      ).json() as InstanceRecord[];
       const record = listed.find((i) => i.process_name === 'alpha')!;
       assert.equal(record.url, url);
       assert.notEqual(record.pid, firstPid);
@@ -196,21 +222,29 @@ describe('startEnvironment', () => {
   it('D20: a crash loop (more restarts than the policy allows within its window) stops the environment with the log tail', async () => {
     const out = new Output();
     const restartPolicy = { maxRestarts: 2, windowMs: 60_000, backoffMs: [10, 20] };
-    const running = await start(await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') }), out, { restartPolicy });
+    const running = await start(await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') }), out, {
+      restartPolicy,
+    });
     const die = async (): Promise<void> => {
       await request(`${running.instances[0]!.url}/die`, { method: 'POST', json: {}, timeoutMs: 2_000 });
     };
     await die();
     await out.waitFor(/\(alpha\) restarted .*\n/);
     await die();
-    await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, { what: 'the second restart answers', timeoutMs: 5_000 });
+    await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, {
+      what: 'the second restart answers',
+      timeoutMs: 5_000,
+    });
     await die();
     const reason = await running.done;
     assert.equal(reason.kind, 'server_exited');
     assert.equal(reason.kind === 'server_exited' && reason.name, 'alpha');
     assert.equal(reason.kind === 'server_exited' && reason.exit.code, 7);
     assert.equal(reason.kind === 'server_exited' && reason.restarts, 2);
-    assert.match(out.text, /\(alpha\) exited with code 7 unexpectedly after 2 restart\(s\) within 1 minutes: a crash loop, so the environment is stopped\. Its last \d+ log line\(s\)/);
+    assert.match(
+      out.text,
+      /\(alpha\) exited with code 7 unexpectedly after 2 restart\(s\) within 1 minutes: a crash loop, so the environment is stopped\. Its last \d+ log line\(s\)/,
+    );
     assert.equal(isAlive(running.instances[1]!.pid!), false);
     await nothingLeft();
   });

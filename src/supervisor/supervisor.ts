@@ -15,7 +15,13 @@ import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from '../server/head-server.js';
 import { describePlans, planServer, type Plan } from './plan.js';
 import { waitUntilAnswering } from '../http/readiness.js';
-import { assertDistinctAddresses, assertServerPortsFree, headAddress, headListenError, type HeadAddress } from './addresses.js';
+import {
+  assertDistinctAddresses,
+  assertServerPortsFree,
+  headAddress,
+  headListenError,
+  type HeadAddress,
+} from './addresses.js';
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
 
@@ -107,8 +113,12 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
   const instances = listServerInstances(config);
   if (instances.length === 0) {
     // A misspelt config_paths (`+config_path=[…]`) is taken as a plain key: name it, or the configs seem to vanish.
-    const misspelt = Object.keys(config).find((key) => key !== 'config_paths' && /^configs?(_?paths?|_files?)?$/.test(key));
-    const hint = misspelt ? `\nYou set '${misspelt}', which is not a key gym reads: the configs go in config_paths, e.g. "+config_paths=[a.yaml,b.yaml]".` : '';
+    const misspelt = Object.keys(config).find(
+      (key) => key !== 'config_paths' && /^configs?(_?paths?|_files?)?$/.test(key),
+    );
+    const hint = misspelt
+      ? `\nYou set '${misspelt}', which is not a key gym reads: the configs go in config_paths, e.g. "+config_paths=[a.yaml,b.yaml]".`
+      : '';
     throw new ConfigError(NO_SERVERS_MESSAGE + hint, 'GYM_NO_SERVER_INSTANCES');
   }
   const head = headAddress(config);
@@ -370,7 +380,9 @@ class Supervisor {
     this.stopSignal.signal.removeEventListener('abort', stopPolling);
     if (answering) this.out.write(`(${server.name}) restarted (pid ${server.pid}) and answering on ${record.url}.\n`);
     else if (!server.hasExited && !this.stopping) {
-      this.out.write(`(${server.name}) restarted (pid ${server.pid}) but not answering on ${record.url} after ${this.startupTimeoutMs / 1000}s.\n`);
+      this.out.write(
+        `(${server.name}) restarted (pid ${server.pid}) but not answering on ${record.url} after ${this.startupTimeoutMs / 1000}s.\n`,
+      );
     }
   }
 }
@@ -383,7 +395,8 @@ export function formatTail(lines: readonly string[], logFile: string): string {
 
 /** The log directory, created: the explicit option, else `nemo_gym_log_dir`, else `<cwd>/logs/<timestamp>`. */
 function makeLogDir(config: GlobalConfig, explicit: string | undefined, cwd: string): string {
-  const configured = typeof config.nemo_gym_log_dir === 'string' && config.nemo_gym_log_dir ? config.nemo_gym_log_dir : undefined;
+  const configured =
+    typeof config.nemo_gym_log_dir === 'string' && config.nemo_gym_log_dir ? config.nemo_gym_log_dir : undefined;
   const chosen = explicit ?? configured;
   const dir = chosen ? path.resolve(cwd, chosen) : path.join(cwd, 'logs', new Date().toISOString().replace(/:/g, '-'));
   try {

@@ -10,9 +10,7 @@ import type { Row } from '../runfiles/row.js';
 
 /** What the scripted agent answers to one `/run`. */
 export type FakeRunReply =
-  | { kind: 'json'; status: number; body: unknown }
-  | { kind: 'raw'; status: number; text: string }
-  | { kind: 'hang' };
+  { kind: 'json'; status: number; body: unknown } | { kind: 'raw'; status: number; text: string } | { kind: 'hang' };
 
 export const fakeReply = {
   /** 200 with a verify-response-like result: the row, a `response` with usage, and `reward`. */
@@ -53,7 +51,15 @@ export function fakeResponse(usage = { input_tokens: 10, output_tokens: 5, total
     created_at: 0,
     model: 'fake',
     object: 'response',
-    output: [{ id: 'msg_0', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }],
+    output: [
+      {
+        id: 'msg_0',
+        type: 'message',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: 'ok', annotations: [] }],
+      },
+    ],
     parallel_tool_calls: false,
     tool_choice: 'auto',
     tools: [],
@@ -81,7 +87,11 @@ export interface FakeAgentOptions {
   port?: number;
 }
 
-export async function startFakeAgent(name: string, handler: FakeRunHandler, options: FakeAgentOptions = {}): Promise<FakeAgent> {
+export async function startFakeAgent(
+  name: string,
+  handler: FakeRunHandler,
+  options: FakeAgentOptions = {},
+): Promise<FakeAgent> {
   const runs: Row[] = [];
   const aggregateCalls: Row[][] = [];
   const hung = new Set<() => void>();
@@ -129,13 +139,18 @@ export interface FakeHead {
 }
 
 /** A head server whose config lists the given agents (plus any extra top-level config). */
-export async function startFakeHead(agents: ReadonlyArray<Pick<FakeAgent, 'name' | 'host' | 'port'>>, extra: Row = {}): Promise<FakeHead> {
+export async function startFakeHead(
+  agents: ReadonlyArray<Pick<FakeAgent, 'name' | 'host' | 'port'>>,
+  extra: Row = {},
+): Promise<FakeHead> {
   const app = new App();
   let port = 0;
   app.get('/global_config_dict_yaml', () => {
     const config: Row = { head_server: { host: '127.0.0.1', port }, ...extra };
     for (const agent of agents) {
-      config[agent.name] = { responses_api_agents: { fake_agent: { entrypoint: 'app.py', host: agent.host, port: agent.port } } };
+      config[agent.name] = {
+        responses_api_agents: { fake_agent: { entrypoint: 'app.py', host: agent.host, port: agent.port } },
+      };
     }
     return { body: stringify(config) };
   });

@@ -96,8 +96,7 @@ export const reply = {
   /** Send 200 headers, then nothing: the body never comes. */
   stallAfterHeaders: (options: ReplyOptions = {}): Reply => new Reply({ kind: 'stallAfterHeaders', options }),
   /** Stream `totalBytes` of filler as a chunked 200 body, produced as the client reads (never buffered). */
-  stream: (totalBytes: number, options: ReplyOptions = {}): Reply =>
-    new Reply({ kind: 'stream', totalBytes, options }),
+  stream: (totalBytes: number, options: ReplyOptions = {}): Reply => new Reply({ kind: 'stream', totalBytes, options }),
 };
 
 export type StepResult = unknown;
@@ -132,7 +131,10 @@ export interface ScriptedServiceOptions {
  * Start a scripted service on `127.0.0.1` at an ephemeral port. It answers any path (the agent only calls
  * `POST /v1/responses`; `path` in each call lets a test check that).
  */
-export async function startScriptedService(script: ServiceScript, options: ScriptedServiceOptions = {}): Promise<ScriptedService> {
+export async function startScriptedService(
+  script: ServiceScript,
+  options: ScriptedServiceOptions = {},
+): Promise<ScriptedService> {
   const calls: ServiceCall[] = [];
   const waiting = new Map<number, Array<(call: ServiceCall) => void>>();
   let inFlight = 0;
@@ -241,7 +243,10 @@ function send(res: http.ServerResponse, spec: ReplySpec): void {
       res.write(spec.body, () => res.socket?.destroy());
       return;
     case 'stallAfterHeaders':
-      res.writeHead(spec.options.status ?? 200, { ...headersOf(spec.options, 'application/json'), 'content-length': 100 });
+      res.writeHead(spec.options.status ?? 200, {
+        ...headersOf(spec.options, 'application/json'),
+        'content-length': 100,
+      });
       res.flushHeaders();
       return;
     case 'stream':

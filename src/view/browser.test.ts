@@ -21,7 +21,10 @@ const servers: ViewServer[] = [];
 const runs: GatedRun[] = [];
 
 before(async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does); these tests never download a browser.`);
+  assert.ok(
+    existsSync(CHROMIUM),
+    `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does); these tests never download a browser.`,
+  );
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -153,14 +156,24 @@ describe('gym view in Chromium', () => {
     const bDir = tempDir('tsgym-view-b-');
     const b = path.join(bDir, 'rollouts.jsonl');
     const answer = (text: string) => [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }];
-    writeJsonl(b, [success(0, 0, 1, answer('B solved task 0')), success(0, 1, 1, answer('B again')), success(1, 0, 0, answer('B got task 1 wrong'))]);
-    writeJsonl(path.join(bDir, 'rollouts_failures.jsonl'), [failure(2, 0, 'still broken', false), failure(2, 1, 'still broken', true)]);
+    writeJsonl(b, [
+      success(0, 0, 1, answer('B solved task 0')),
+      success(0, 1, 1, answer('B again')),
+      success(1, 0, 0, answer('B got task 1 wrong')),
+    ]);
+    writeJsonl(path.join(bDir, 'rollouts_failures.jsonl'), [
+      failure(2, 0, 'still broken', false),
+      failure(2, 1, 'still broken', true),
+    ]);
     const server = await serve(a.rollouts, b);
     const { page, check } = await loopbackPage();
     await page.goto(`${server.url}/compare`);
     const verdicts = Object.fromEntries(
       await Promise.all(
-        (await page.locator('#compare tbody tr').all()).map(async (row) => [await row.getAttribute('data-task'), (await row.locator('td').allTextContents()).slice(1, 5)]),
+        (await page.locator('#compare tbody tr').all()).map(async (row) => [
+          await row.getAttribute('data-task'),
+          (await row.locator('td').allTextContents()).slice(1, 5),
+        ]),
       ),
     );
     assert.deepEqual(verdicts, {
@@ -168,7 +181,10 @@ describe('gym view in Chromium', () => {
       1: ['1', '0', '-1', 'regressed'],
       2: ['0', '0', '0', 'unchanged'],
     });
-    assert.match((await page.locator('.compare-summary').textContent()) ?? '', /3 tasks: 1 improved, 1 regressed, 1 unchanged/);
+    assert.match(
+      (await page.locator('.compare-summary').textContent()) ?? '',
+      /3 tasks: 1 improved, 1 regressed, 1 unchanged/,
+    );
     await screenshot(page, 'compare');
 
     await page.locator('#compare tr[data-task="1"] a', { hasText: 'side by side' }).click();

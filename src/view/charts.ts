@@ -42,7 +42,10 @@ function frame(id: string, title: string, svgBody: string, xLabel: string, legen
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img">${svgBody}<text x="${
     MARGIN.left + (WIDTH - MARGIN.left - MARGIN.right) / 2
   }" y="${HEIGHT - 4}" text-anchor="middle" class="axis-label">${escapeText(xLabel)}</text></svg>`;
-  return html`<figure class="chart" data-chart="${id}"><figcaption>${title}</figcaption>${new SafeHtml(svg)}${legend}</figure>`;
+  return html`<figure class="chart" data-chart="${id}">
+    <figcaption>${title}</figcaption>
+    ${new SafeHtml(svg)}${legend}
+  </figure>`;
 }
 
 function escapeText(text: string): string {
@@ -50,10 +53,17 @@ function escapeText(text: string): string {
 }
 
 export function emptyChart(id: string, title: string, why: string): SafeHtml {
-  return html`<figure class="chart chart-empty" data-chart="${id}"><figcaption>${title}</figcaption><p class="muted">${why}</p></figure>`;
+  return html`<figure class="chart chart-empty" data-chart="${id}">
+    <figcaption>${title}</figcaption>
+    <p class="muted">${why}</p>
+  </figure>`;
 }
 
-function axes(xMin: number, xMax: number, yMax: number): { x: (v: number) => number; y: (v: number) => number; svg: string } {
+function axes(
+  xMin: number,
+  xMax: number,
+  yMax: number,
+): { x: (v: number) => number; y: (v: number) => number; svg: string } {
   const plotW = WIDTH - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const ySpan = yMax > 0 ? yMax : 1;
@@ -85,9 +95,12 @@ export function lineChart(id: string, title: string, xLabel: string, series: rea
     const color = COLORS[i % COLORS.length]!;
     const path = s.points.map((p, k) => `${k === 0 ? 'M' : 'L'}${num(x(p[0]))},${num(y(p[1]))}`).join('');
     svg += `<path d="${path}" fill="none" stroke="${color}" stroke-width="1.8" class="series"><title>${escapeText(s.name)}</title></path>`;
-    if (s.points.length === 1) svg += `<circle cx="${num(x(s.points[0]![0]))}" cy="${num(y(s.points[0]![1]))}" r="3" fill="${color}"/>`;
+    if (s.points.length === 1)
+      svg += `<circle cx="${num(x(s.points[0]![0]))}" cy="${num(y(s.points[0]![1]))}" r="3" fill="${color}"/>`;
   });
-  const legend = html`<div class="legend">${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]!}"></i>${s.name}</span>`)}</div>`;
+  const legend = html`<div class="legend">
+    ${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]!}"></i>${s.name}</span>`)}
+  </div>`;
   return frame(id, title, svg, xLabel, legend);
 }
 
@@ -107,7 +120,8 @@ export function barChart(id: string, title: string, xLabel: string, bars: readon
   bars.forEach((bar, i) => {
     const left = MARGIN.left + i * slot + 1;
     svg += `<rect x="${num(left)}" y="${num(y(bar.value))}" width="${num(Math.max(1, slot - 2))}" height="${num(y(0) - y(bar.value))}" fill="${COLORS[0]}" class="bar"><title>${escapeText(`${bar.label}: ${bar.value}`)}</title></rect>`;
-    if (i % every === 0) svg += `<text x="${num(left + slot / 2)}" y="${HEIGHT - MARGIN.bottom + 13}" text-anchor="middle" class="tick">${escapeText(bar.label)}</text>`;
+    if (i % every === 0)
+      svg += `<text x="${num(left + slot / 2)}" y="${HEIGHT - MARGIN.bottom + 13}" text-anchor="middle" class="tick">${escapeText(bar.label)}</text>`;
   });
   return frame(id, title, svg, xLabel);
 }
@@ -152,21 +166,32 @@ export function runCharts(index: RolloutIndex, status: RunStatus | undefined): S
     if (dt > 0) rate.points.push([history[i]!.t_s, (history[i]!.done - history[i - 1]!.done) / dt]);
   }
   const classes = [...new Set(history.flatMap((point) => Object.keys(point.failed_by_class)))].sort();
-  const failures: Series[] = classes.map((name) => ({ name, points: history.map((point) => [point.t_s, point.failed_by_class[name] ?? 0] as [number, number]) }));
+  const failures: Series[] = classes.map((name) => ({
+    name,
+    points: history.map((point) => [point.t_s, point.failed_by_class[name] ?? 0] as [number, number]),
+  }));
   const okReward = (i: number): number => (index.statusOf(i) === 'ok' ? index.rewardNumber(i) : Number.NaN);
   const steps = status?.step_latency_secs ?? [];
-  const latency: Series[] = (['p50', 'p90', 'p99'] as const).map((q) => ({ name: `${q} (s)`, points: steps.map((s) => [s.step, s[q]] as [number, number]) }));
+  const latency: Series[] = (['p50', 'p90', 'p99'] as const).map((q) => ({
+    name: `${q} (s)`,
+    points: steps.map((s) => [s.step, s[q]] as [number, number]),
+  }));
   return html`<div class="charts">
-${history.length > 1 ? lineChart('rate', 'Rollouts/s over time', 'seconds into the run', [rate]) : emptyChart('rate', 'Rollouts/s over time', NO_HISTORY)}
-${barChart('reward', 'Reward distribution (successes)', 'reward', histogram(index.size, okReward))}
-${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', NO_LATENCY)}
-${barChart('tokens', 'Tokens per rollout', 'total tokens', histogram(index.size, (i) => index.tokensNumber(i)))}
-${
-  history.length === 0
-    ? emptyChart('failures', 'Failures by class over time', NO_HISTORY)
-    : classes.length === 0
-      ? emptyChart('failures', 'Failures by class over time', 'No failures so far.')
-      : lineChart('failures', 'Failures by class over time', 'seconds into the run', failures)
-}
-</div>`;
+    ${history.length > 1 ? lineChart('rate', 'Rollouts/s over time', 'seconds into the run', [rate]) : emptyChart('rate', 'Rollouts/s over time', NO_HISTORY)}
+    ${barChart('reward', 'Reward distribution (successes)', 'reward', histogram(index.size, okReward))}
+    ${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', NO_LATENCY)}
+    ${barChart(
+      'tokens',
+      'Tokens per rollout',
+      'total tokens',
+      histogram(index.size, (i) => index.tokensNumber(i)),
+    )}
+    ${
+      history.length === 0
+        ? emptyChart('failures', 'Failures by class over time', NO_HISTORY)
+        : classes.length === 0
+          ? emptyChart('failures', 'Failures by class over time', 'No failures so far.')
+          : lineChart('failures', 'Failures by class over time', 'seconds into the run', failures)
+    }
+  </div>`;
 }

@@ -39,7 +39,10 @@ test('gym view A B serves the comparison and says where; a third file is a usage
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
     await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, { what: 'the URL line' });
-    const match = /^Comparing .*rollouts\.jsonl \(A\) with .*rollouts\.jsonl \(B\) at (http:\/\/127\.0\.0\.1:\d+\/compare)\n/.exec(stdout);
+    const match =
+      /^Comparing .*rollouts\.jsonl \(A\) with .*rollouts\.jsonl \(B\) at (http:\/\/127\.0\.0\.1:\d+\/compare)\n/.exec(
+        stdout,
+      );
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
     const res = await fetch(match[1]!);
     assert.equal(res.status, 200);

@@ -38,7 +38,8 @@ export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Saf
 /** A link target with query parameters, e.g. `href('/rollout', { file: 'main', line: 3 })`. */
 export function href(path: string, params: Record<string, string | number | undefined>): string {
   const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') query.set(key, String(value));
+  for (const [key, value] of Object.entries(params))
+    if (value !== undefined && value !== '') query.set(key, String(value));
   const text = query.toString();
   return text ? `${path}?${text}` : path;
 }
@@ -77,8 +78,18 @@ svg .axis { stroke: var(--muted); } svg .grid { stroke: var(--line); } svg text 
  */
 export function page(title: string, body: SafeHtml, options: { live?: boolean } = {}): string {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title><style>${new SafeHtml(STYLE)}</style>${options.live ? new SafeHtml('<script src="/assets/live.js" defer></script>') : ''}</head>
-<body>${body}</body></html>
-`.text;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title}</title>
+        <style>
+          ${new SafeHtml(STYLE)}
+        </style>
+        ${options.live ? new SafeHtml('<script src="/assets/live.js" defer></script>') : ''}
+      </head>
+      <body>
+        ${body}
+      </body>
+    </html> `.text;
 }

@@ -18,7 +18,7 @@ function prettyJsonText(text: string): string {
 }
 
 function prettyValue(value: unknown): string {
-  return typeof value === 'string' ? prettyJsonText(value) : JSON.stringify(value, null, 2) ?? String(value);
+  return typeof value === 'string' ? prettyJsonText(value) : (JSON.stringify(value, null, 2) ?? String(value));
 }
 
 function block(text: string): SafeHtml {
@@ -31,19 +31,26 @@ function contentHtml(content: unknown): SafeHtml {
   if (!Array.isArray(content)) return block(prettyValue(content));
   return html`${content.map((part) => {
     if (isPlainObject(part) && typeof part.text === 'string') return block(part.text);
-    if (isPlainObject(part) && typeof part.refusal === 'string') return html`<div class="muted">refusal:</div>${block(part.refusal)}`;
+    if (isPlainObject(part) && typeof part.refusal === 'string')
+      return html`<div class="muted">refusal:</div>
+        ${block(part.refusal)}`;
     return block(prettyValue(part));
   })}`;
 }
 
 function textsOf(parts: unknown): string[] {
   if (!Array.isArray(parts)) return [];
-  return parts.filter((part) => isPlainObject(part) && typeof part.text === 'string').map((part) => (part as Row).text as string);
+  return parts
+    .filter((part) => isPlainObject(part) && typeof part.text === 'string')
+    .map((part) => (part as Row).text as string);
 }
 
 function itemCard(type: string, title: SafeHtml, meta: string | undefined, body: SafeHtml): SafeHtml {
   const known = ['function_call', 'function_call_output', 'message', 'reasoning'].includes(type) ? type : 'other';
-  return html`<div class="item item-${known}"><h3>${title}${meta ? html` <span class="meta">${meta}</span>` : ''}</h3>${body}</div>`;
+  return html`<div class="item item-${known}">
+    <h3>${title}${meta ? html` <span class="meta">${meta}</span>` : ''}</h3>
+    ${body}
+  </div>`;
 }
 
 /** One trajectory or input item. `callNames` maps call ids to tool names, so an output says what it answers. */
@@ -53,15 +60,31 @@ function itemHtml(item: unknown, position: number, callNames: ReadonlyMap<string
   const callId = typeof row.call_id === 'string' ? row.call_id : undefined;
   switch (type) {
     case 'function_call':
-      return itemCard(type, html`${position}. call <code>${String(row.name ?? '?')}</code>`, callId, block(prettyValue(row.arguments ?? '')));
+      return itemCard(
+        type,
+        html`${position}. call <code>${String(row.name ?? '?')}</code>`,
+        callId,
+        block(prettyValue(row.arguments ?? '')),
+      );
     case 'function_call_output': {
       const name = callId === undefined ? undefined : callNames.get(callId);
-      const title = name === undefined ? html`${position}. tool output` : html`${position}. output of <code>${name}</code>`;
+      const title =
+        name === undefined ? html`${position}. tool output` : html`${position}. output of <code>${name}</code>`;
       const output = row.output;
-      return itemCard(type, title, callId, Array.isArray(output) ? contentHtml(output) : block(prettyValue(output ?? '')));
+      return itemCard(
+        type,
+        title,
+        callId,
+        Array.isArray(output) ? contentHtml(output) : block(prettyValue(output ?? '')),
+      );
     }
     case 'message':
-      return itemCard(type, html`${position}. ${String(row.role ?? 'assistant')} message`, undefined, contentHtml(row.content));
+      return itemCard(
+        type,
+        html`${position}. ${String(row.role ?? 'assistant')} message`,
+        undefined,
+        contentHtml(row.content),
+      );
     case 'reasoning': {
       const texts = [...textsOf(row.summary), ...textsOf(row.content)];
       const body =
@@ -71,14 +94,24 @@ function itemHtml(item: unknown, position: number, callNames: ReadonlyMap<string
       return itemCard(type, html`${position}. reasoning`, undefined, body);
     }
     default:
-      return itemCard(type, html`${position}. ${type}`, undefined, block(JSON.stringify(item, null, 2) ?? String(item)));
+      return itemCard(
+        type,
+        html`${position}. ${type}`,
+        undefined,
+        block(JSON.stringify(item, null, 2) ?? String(item)),
+      );
   }
 }
 
 export function itemsHtml(items: readonly unknown[]): SafeHtml {
   const callNames = new Map<string, string>();
   for (const item of items) {
-    if (isPlainObject(item) && itemType(item) === 'function_call' && typeof item.call_id === 'string' && typeof item.name === 'string') {
+    if (
+      isPlainObject(item) &&
+      itemType(item) === 'function_call' &&
+      typeof item.call_id === 'string' &&
+      typeof item.name === 'string'
+    ) {
       callNames.set(item.call_id, item.name);
     }
   }
@@ -91,10 +124,13 @@ export function inputHtml(row: Row): SafeHtml {
   if (typeof params.instructions === 'string' && params.instructions !== '') {
     parts.push(itemCard('message', html`instructions`, undefined, block(params.instructions)));
   }
-  if (typeof params.input === 'string') parts.push(itemCard('message', html`1. user message`, undefined, block(params.input)));
+  if (typeof params.input === 'string')
+    parts.push(itemCard('message', html`1. user message`, undefined, block(params.input)));
   else if (Array.isArray(params.input)) parts.push(itemsHtml(params.input));
   if (Array.isArray(params.tools) && params.tools.length > 0) {
-    const names = params.tools.map((tool) => (isPlainObject(tool) && typeof tool.name === 'string' ? tool.name : itemType(tool)));
+    const names = params.tools.map((tool) =>
+      isPlainObject(tool) && typeof tool.name === 'string' ? tool.name : itemType(tool),
+    );
     parts.push(html`<p class="muted">Tools offered: ${names.join(', ')}</p>`);
   }
   return parts.length > 0 ? html`${parts}` : html`<p class="muted">The row has no responses_create_params.input.</p>`;
@@ -104,16 +140,23 @@ function flatten(value: unknown, prefix: string, out: Array<[string, string]>): 
   if (isPlainObject(value)) {
     for (const [key, inner] of Object.entries(value)) flatten(inner, prefix ? `${prefix}.${key}` : key, out);
   } else {
-    out.push([prefix, typeof value === 'string' ? value : JSON.stringify(value) ?? String(value)]);
+    out.push([prefix, typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))]);
   }
 }
 
 function keyValues(pairs: ReadonlyArray<[string, SafeHtml | string]>): SafeHtml {
-  return html`<dl class="kv">${pairs.map(([key, value]) => html`<dt>${key}</dt><dd>${value}</dd>`)}</dl>`;
+  return html`<dl class="kv">
+    ${pairs.map(
+      ([key, value]) =>
+        html`<dt>${key}</dt>
+          <dd>${value}</dd>`,
+    )}
+  </dl>`;
 }
 
 function usageHtml(response: Row | undefined): SafeHtml {
-  if (!response || response.usage === undefined || response.usage === null) return html`<p class="muted">No usage recorded.</p>`;
+  if (!response || response.usage === undefined || response.usage === null)
+    return html`<p class="muted">No usage recorded.</p>`;
   const pairs: Array<[string, string]> = [];
   flatten(response.usage, '', pairs);
   return keyValues(pairs);
@@ -122,10 +165,14 @@ function usageHtml(response: Row | undefined): SafeHtml {
 function errorHtml(row: Row, entry: RowEntry): SafeHtml {
   if (entry.status === 'ok') return html``;
   const error = typeof row.error === 'string' ? row.error : JSON.stringify(row.error ?? null, null, 2);
-  return html`<h2>Error</h2><div class="error">${block(error)}
-<p class="muted">failure class <code>${String(row._ng_failure_class ?? '—')}</code> · ${
-    entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'
-  }</p></div>`;
+  return html`<h2>Error</h2>
+    <div class="error">
+      ${block(error)}
+      <p class="muted">
+        failure class <code>${String(row._ng_failure_class ?? '—')}</code> ·
+        ${entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'}
+      </p>
+    </div>`;
 }
 
 function neighbours(index: RolloutIndex, entry: RowEntry): SafeHtml {
@@ -133,9 +180,12 @@ function neighbours(index: RolloutIndex, entry: RowEntry): SafeHtml {
   const position = order.indexOf(entry.id);
   const previous = position > 0 ? index.entry(order[position - 1]!) : undefined;
   const next = position >= 0 && position + 1 < order.length ? index.entry(order[position + 1]!) : undefined;
-  return html`<nav class="pages"><a href="${href('/', { run: index.runParam })}">↑ all rollouts</a>${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
-    next ? html`<a href="${detailHref(next)}">next →</a>` : ''
-  }</nav>`;
+  return html`<nav class="pages">
+    <a href="${href('/', { run: index.runParam })}">↑ all rollouts</a
+    >${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
+      next ? html`<a href="${detailHref(next)}">next →</a>` : ''
+    }
+  </nav>`;
 }
 
 export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row): string {
@@ -150,8 +200,17 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
     ['steps', describeSteps(items) || 'none'],
     ['row', html`<code>${file}:${entry.line}</code>`],
   ];
-  const latencies = Array.isArray(row._ng_step_latency_secs) ? row._ng_step_latency_secs.filter((v): v is number => typeof v === 'number') : [];
-  if (latencies.length > 0) facts.push(['service latency per step', latencies.slice(0, 200).map((v) => `${v}s`).join(', ')]);
+  const latencies = Array.isArray(row._ng_step_latency_secs)
+    ? row._ng_step_latency_secs.filter((v): v is number => typeof v === 'number')
+    : [];
+  if (latencies.length > 0)
+    facts.push([
+      'service latency per step',
+      latencies
+        .slice(0, 200)
+        .map((v) => `${v}s`)
+        .join(', '),
+    ]);
   if (response && typeof response.model === 'string') facts.push(['model', response.model]);
   if (response && typeof response.status === 'string') facts.push(['response status', response.status]);
 
@@ -159,19 +218,23 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
   const trajectory =
     items.length > 0
       ? itemsHtml(items)
-      : html`<p class="muted">${entry.status === 'ok' ? 'The response has no output items.' : 'No partial trajectory was recorded (the rollout failed before any step returned).'}</p>`;
+      : html`<p class="muted">
+          ${entry.status === 'ok' ? 'The response has no output items.' : 'No partial trajectory was recorded (the rollout failed before any step returned).'}
+        </p>`;
   const title = `Task ${String(entry.task ?? '—')} · rollout ${String(entry.rollout ?? '—')}`;
   const body = html`${neighbours(index, entry)}
-<h1>${title}${entry.attempt > 0 ? ` · attempt ${entry.attempt}` : ''}</h1>
-${keyValues(facts)}
-${errorHtml(row, entry)}
-<h2>Task input</h2>
-${inputHtml(row)}
-<h2>${trajectoryTitle}</h2>
-${trajectory}
-<h2>Usage</h2>
-${usageHtml(response)}
-<h2>Raw row</h2>
-<details><summary>JSON of <code>${file}:${entry.line}</code></summary>${block(JSON.stringify(row, null, 2))}</details>`;
+    <h1>${title}${entry.attempt > 0 ? ` · attempt ${entry.attempt}` : ''}</h1>
+    ${keyValues(facts)} ${errorHtml(row, entry)}
+    <h2>Task input</h2>
+    ${inputHtml(row)}
+    <h2>${trajectoryTitle}</h2>
+    ${trajectory}
+    <h2>Usage</h2>
+    ${usageHtml(response)}
+    <h2>Raw row</h2>
+    <details>
+      <summary>JSON of <code>${file}:${entry.line}</code></summary>
+      ${block(JSON.stringify(row, null, 2))}
+    </details>`;
   return page(`${title} — ${index.rolloutsPath}`, body);
 }

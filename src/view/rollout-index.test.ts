@@ -28,7 +28,10 @@ test('the index tails its files: appended rows are added, a torn tail waits, a r
   appendFileSync(file, third.slice(0, 40));
   await index.refresh();
   assert.equal(index.size, 2);
-  assert.deepEqual(index.skipped.map((s) => [s.line, s.reason.slice(0, 21)]), [[3, 'incomplete last line ']]);
+  assert.deepEqual(
+    index.skipped.map((s) => [s.line, s.reason.slice(0, 21)]),
+    [[3, 'incomplete last line ']],
+  );
   appendFileSync(file, third.slice(40) + line(success(3, 0, 1, message)));
   await index.refresh();
   assert.equal(index.size, 4);
@@ -40,7 +43,13 @@ test('the index tails its files: appended rows are added, a torn tail waits, a r
   appendFileSync(path.join(dir, 'run_failures.jsonl'), line({ ...failure(1, 0, 'boom', false), _ng_attempt_index: 0 }));
   await index.refresh();
   assert.ok(index.failuresPresent);
-  assert.deepEqual([...index.order()].map((id) => { const e = index.entry(id); return `${String(e.task)}:${e.source}`; }), ['0:main', '1:failures', '1:main', '2:main', '3:main']);
+  assert.deepEqual(
+    [...index.order()].map((id) => {
+      const e = index.entry(id);
+      return `${String(e.task)}:${e.source}`;
+    }),
+    ['0:main', '1:failures', '1:main', '2:main', '3:main'],
+  );
   assert.equal(index.counts.failed, 1);
   assert.equal(index.entry(index.order()[1]!).failureClass, 'remote_agent_error');
 
@@ -50,25 +59,58 @@ test('the index tails its files: appended rows are added, a torn tail waits, a r
   renameSync(fresh, file);
   await index.refresh();
   assert.equal(index.counts.ok, 1);
-  assert.deepEqual([...index.order()].map((id) => index.entry(id).task), [1, 7]);
+  assert.deepEqual(
+    [...index.order()].map((id) => index.entry(id).task),
+    [1, 7],
+  );
 });
 
 test('the skimmer reads the same fields JSON.parse does, and gives up (to JSON.parse) on what it cannot follow', () => {
   const rows = [
-    { reward: 0.25, _ng_task_index: 3, _ng_rollout_index: 1, agent_ref: { name: 'a"b\\' }, response: { output: [{ text: 'he said "}]\\" {' }], usage: { total_tokens: 9 } } },
-    { 'we\\ird"key': [1, { x: '\\\\' }], _ng_failure_class: 'c', _ng_failure_terminal: true, _ng_partial_response: { usage: null }, response: null },
+    {
+      reward: 0.25,
+      _ng_task_index: 3,
+      _ng_rollout_index: 1,
+      agent_ref: { name: 'a"b\\' },
+      response: { output: [{ text: 'he said "}]\\" {' }], usage: { total_tokens: 9 } },
+    },
+    {
+      'we\\ird"key': [1, { x: '\\\\' }],
+      _ng_failure_class: 'c',
+      _ng_failure_terminal: true,
+      _ng_partial_response: { usage: null },
+      response: null,
+    },
     { nested: { reward: 5 }, reward: true, _ng_step_latency_secs: [0.1, 2e-3] },
   ];
   for (const row of rows) {
     const skimmed = skimRow(Buffer.from(JSON.stringify(row)));
     assert.ok(skimmed, JSON.stringify(row));
-    for (const key of ['reward', '_ng_task_index', '_ng_rollout_index', 'agent_ref', '_ng_failure_class', '_ng_failure_terminal'] as const) {
+    for (const key of [
+      'reward',
+      '_ng_task_index',
+      '_ng_rollout_index',
+      'agent_ref',
+      '_ng_failure_class',
+      '_ng_failure_terminal',
+    ] as const) {
       assert.deepEqual(skimmed[key], (row as Record<string, unknown>)[key], key);
     }
     const response = (row as { response?: unknown }).response;
-    if (response && typeof response === 'object') assert.deepEqual(skimmed.response?.usage, (response as { usage?: unknown }).usage);
+    if (response && typeof response === 'object')
+      assert.deepEqual(skimmed.response?.usage, (response as { usage?: unknown }).usage);
   }
-  for (const bad of ['{"a": 1', '[1, 2]', '{"a": 1} trailing', '{"a" 1}', '{"a": "unterminated}', '', '{"a": tru}', '{"a": -}', '{"a": NaN}']) {
+  for (const bad of [
+    '{"a": 1',
+    '[1, 2]',
+    '{"a": 1} trailing',
+    '{"a" 1}',
+    '{"a": "unterminated}',
+    '',
+    '{"a": tru}',
+    '{"a": -}',
+    '{"a": NaN}',
+  ]) {
     assert.equal(skimRow(Buffer.from(bad)), undefined, bad);
   }
 });

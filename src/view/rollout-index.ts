@@ -115,7 +115,20 @@ export class RolloutIndex {
   /** The `run` query parameter of this run's links (undefined for the first run). */
   runParam: string | undefined;
 
-  private readonly cols = { source: u8(), line: u32(), start: f64(), length: u32(), task: f64(), rollout: f64(), attempt: u32(), agent: u32(), reward: f64(), status: u8(), failureClass: u32(), tokens: f64() };
+  private readonly cols = {
+    source: u8(),
+    line: u32(),
+    start: f64(),
+    length: u32(),
+    task: f64(),
+    rollout: f64(),
+    attempt: u32(),
+    agent: u32(),
+    reward: f64(),
+    status: u8(),
+    failureClass: u32(),
+    tokens: f64(),
+  };
   /** Task/rollout keys and rewards that are not plain numbers, by row id (rare). */
   private readonly oddValues = new Map<number, { task?: unknown; rollout?: unknown; reward?: unknown }>();
   private readonly names: string[] = [];
@@ -138,7 +151,9 @@ export class RolloutIndex {
 
   /** Unreadable lines (at most 100 listed), including a torn last line that a run may still be writing. */
   get skipped(): SkippedLine[] {
-    const torn = SOURCES.map((source) => this.tails[source].torn).filter((line): line is SkippedLine => line !== undefined);
+    const torn = SOURCES.map((source) => this.tails[source].torn).filter(
+      (line): line is SkippedLine => line !== undefined,
+    );
     return [...this.skippedList, ...torn];
   }
 
@@ -171,14 +186,20 @@ export class RolloutIndex {
     const rewritten = SOURCES.some((source) => {
       const before = this.tails[source];
       const now = stamps[source];
-      return before.stamp !== undefined && (now === undefined || now.ino !== before.stamp.ino || now.size < before.offset);
+      return (
+        before.stamp !== undefined && (now === undefined || now.ino !== before.stamp.ino || now.size < before.offset)
+      );
     });
     if (rewritten) this.reset();
     let changed = rewritten;
     for (const source of SOURCES) {
       const tail = this.tails[source];
       const now = stamps[source];
-      const same = tail.stamp !== undefined && now !== undefined && tail.stamp.size === now.size && tail.stamp.mtimeMs === now.mtimeMs;
+      const same =
+        tail.stamp !== undefined &&
+        now !== undefined &&
+        tail.stamp.size === now.size &&
+        tail.stamp.mtimeMs === now.mtimeMs;
       tail.stamp = now;
       if (now === undefined || same) continue;
       changed = true;
@@ -209,7 +230,12 @@ export class RolloutIndex {
     for await (const line of readRawLines(path, { offset: tail.offset, lineNo: tail.lineNo })) {
       if (!line.terminated) {
         // Possibly still being written: not consumed, looked at again on the next refresh.
-        if (!isBlank(line.bytes)) tail.torn = { source, line: line.lineNo, reason: 'incomplete last line (a torn write, or a run still writing it)' };
+        if (!isBlank(line.bytes))
+          tail.torn = {
+            source,
+            line: line.lineNo,
+            reason: 'incomplete last line (a torn write, or a run still writing it)',
+          };
         break;
       }
       tail.offset = line.start + line.bytes.length + 1;
@@ -221,8 +247,14 @@ export class RolloutIndex {
         continue;
       }
       const parsed = parseLine(line.bytes);
-      if (parsed.ok && isPlainObject(parsed.value)) this.add(parsed.value, source, line.lineNo, line.start, line.bytes.length);
-      else this.skip({ source, line: line.lineNo, reason: parsed.ok ? 'not a JSON object' : `not valid JSON (${parsed.reason})` });
+      if (parsed.ok && isPlainObject(parsed.value))
+        this.add(parsed.value, source, line.lineNo, line.start, line.bytes.length);
+      else
+        this.skip({
+          source,
+          line: line.lineNo,
+          reason: parsed.ok ? 'not a JSON object' : `not valid JSON (${parsed.reason})`,
+        });
     }
     // The offset stops at a line boundary; a CRLF file's `\r` is inside the counted bytes already.
   }
@@ -261,7 +293,10 @@ export class RolloutIndex {
     c.rollout.set(id, numberOr(row._ng_rollout_index, 'rollout'));
     c.reward.set(id, numberOr(row.reward, 'reward'));
     if (Object.keys(odd).length > 0) this.oddValues.set(id, odd);
-    c.attempt.set(id, typeof row._ng_attempt_index === 'number' && row._ng_attempt_index >= 0 ? row._ng_attempt_index : 0);
+    c.attempt.set(
+      id,
+      typeof row._ng_attempt_index === 'number' && row._ng_attempt_index >= 0 ? row._ng_attempt_index : 0,
+    );
     const ref = row.agent_ref;
     c.agent.set(id, this.nameId(isPlainObject(ref) && typeof ref.name === 'string' ? ref.name : '(no agent_ref)'));
     c.status.set(id, STATUS_CODE[status]);
@@ -281,7 +316,8 @@ export class RolloutIndex {
   entry(id: number): RowEntry {
     const c = this.cols;
     const odd = this.oddValues.get(id);
-    const num = (value: number, key: 'task' | 'rollout' | 'reward'): unknown => (Number.isNaN(value) ? odd?.[key] : value);
+    const num = (value: number, key: 'task' | 'rollout' | 'reward'): unknown =>
+      Number.isNaN(value) ? odd?.[key] : value;
     const classId = c.failureClass.data[id]!;
     const tokens = c.tokens.data[id]!;
     return {
@@ -332,7 +368,8 @@ export class RolloutIndex {
     const ids = new Uint32Array(this.size);
     for (let i = 0; i < ids.length; i++) ids[i] = i;
     const c = this.cols;
-    const key = (value: number, id: number, which: 'task' | 'rollout'): unknown => (Number.isNaN(value) ? this.oddValues.get(id)?.[which] : value);
+    const key = (value: number, id: number, which: 'task' | 'rollout'): unknown =>
+      Number.isNaN(value) ? this.oddValues.get(id)?.[which] : value;
     const compareKey = (a: number, b: number, ia: number, ib: number, which: 'task' | 'rollout'): number => {
       const aNum = !Number.isNaN(a);
       const bNum = !Number.isNaN(b);

@@ -23,7 +23,14 @@ async function get(server: ViewServer, target: string): Promise<{ status: number
 }
 
 const decode = (text: string): string =>
-  text.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&').trim();
+  text
+    .replace(/<[^>]*>/g, '')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .trim();
 
 /** The index table's rows as cell texts: task, rollout, attempt, agent, reward, status, steps, error. */
 /** The "All rollouts" table (the live section has tables of its own). */
@@ -40,7 +47,9 @@ function tableRows(page: string): string[][] {
 }
 
 function detailLinks(page: string): string[] {
-  return [...rolloutsTable(page).matchAll(/<a href="(\/rollout\?[^"]+)">view<\/a>/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
+  return [...rolloutsTable(page).matchAll(/<a href="(\/rollout\?[^"]+)">view<\/a>/g)].map((match) =>
+    match[1]!.replace(/&amp;/g, '&'),
+  );
 }
 
 describe('index page', () => {
@@ -50,13 +59,25 @@ describe('index page', () => {
     const { status, text, type } = await get(server, '/');
     assert.equal(status, 200);
     assert.match(type ?? '', /^text\/html/);
-    assert.match(decode(text), /5 rollouts: 3 ok, 2 failed \(1 retryable, 1 terminal\) · mean reward 0\.5 over 3 successes/);
+    assert.match(
+      decode(text),
+      /5 rollouts: 3 ok, 2 failed \(1 retryable, 1 terminal\) · mean reward 0\.5 over 3 successes/,
+    );
     assert.deepEqual(tableRows(text), [
       ['0', '0', '0', 'remote_agent', '0', 'ok', '1 message', ''],
       ['0', '1', '0', 'remote_agent', '0.5', 'ok', '1 call · 1 output · 1 message', ''],
       ['1', '0', '0', 'remote_agent', '1', 'ok', '1 reasoning · 1 call · 1 output · 1 message · 1 web_search_call', ''],
       ['2', '0', '1', 'remote_agent', '0', 'failed', '1 call', `transport error <b>${HOSTILE}</b>`],
-      ['2', '1', '1', 'remote_agent', '0', 'failed-terminal', 'none', 'service broke the contract: step 2 returned no output'],
+      [
+        '2',
+        '1',
+        '1',
+        'remote_agent',
+        '0',
+        'failed-terminal',
+        'none',
+        'service broke the contract: step 2 returned no output',
+      ],
     ]);
     assert.deepEqual(detailLinks(text), [
       '/rollout?file=main&line=3',
@@ -66,12 +87,16 @@ describe('index page', () => {
       '/rollout?file=failures&line=1',
     ]);
     // No status file (a run written by NeMo Gym, say): no latency chart, whatever the failure rows carry.
-    assert.match(text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: per-step service latency comes from &lt;stem&gt;_status\.json/);
+    assert.match(
+      text,
+      /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: per-step service latency comes from &lt;stem&gt;_status\.json/,
+    );
   });
 
   test('filters by status through the query string', async () => {
     const server = await serve(writeRun().rollouts);
-    const statuses = async (query: string) => tableRows((await get(server, `/${query}`)).text).map((cells) => `${cells[0]}:${cells[1]} ${cells[5]}`);
+    const statuses = async (query: string) =>
+      tableRows((await get(server, `/${query}`)).text).map((cells) => `${cells[0]}:${cells[1]} ${cells[5]}`);
     assert.deepEqual(await statuses('?status=failed'), ['2:0 failed']);
     assert.deepEqual(await statuses('?status=failed-terminal'), ['2:1 failed-terminal']);
     assert.deepEqual(await statuses('?status=failed,failed-terminal'), ['2:0 failed', '2:1 failed-terminal']);
@@ -84,18 +109,27 @@ describe('index page', () => {
   test('pages the table, keeping the filter in the page links', async () => {
     const server = await serve(writeRun().rollouts, 2);
     const first = await get(server, '/');
-    assert.deepEqual(tableRows(first.text).map((cells) => `${cells[0]}:${cells[1]}`), ['0:0', '0:1']);
+    assert.deepEqual(
+      tableRows(first.text).map((cells) => `${cells[0]}:${cells[1]}`),
+      ['0:0', '0:1'],
+    );
     assert.match(decode(first.text), /Page 1 of 3 \(rows 1–2 of 5\)/);
     assert.match(first.text, /<a href="\/\?page=2">next →<\/a>/);
     assert.doesNotMatch(first.text, /← previous/);
 
     const last = await get(server, '/?page=3');
-    assert.deepEqual(tableRows(last.text).map((cells) => `${cells[0]}:${cells[1]}`), ['2:1']);
+    assert.deepEqual(
+      tableRows(last.text).map((cells) => `${cells[0]}:${cells[1]}`),
+      ['2:1'],
+    );
     assert.match(last.text, /<a href="\/\?page=2">← previous<\/a>/);
     assert.doesNotMatch(last.text, /next →/);
 
     const filtered = await get(server, '/?status=ok&page=2');
-    assert.deepEqual(tableRows(filtered.text).map((cells) => `${cells[0]}:${cells[1]}`), ['1:0']);
+    assert.deepEqual(
+      tableRows(filtered.text).map((cells) => `${cells[0]}:${cells[1]}`),
+      ['1:0'],
+    );
     assert.match(filtered.text, /<a href="\/\?status=ok">← previous<\/a>/);
     assert.equal((await get(server, '/?page=0')).status, 400);
   });
@@ -215,11 +249,16 @@ describe('untrusted content', () => {
       assert.match(text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/, `${target} shows the text escaped`);
     }
     const detail = (await get(server, '/rollout?file=main&line=2')).text;
-    for (const shown of [`please ${HOSTILE}`, `found ${HOSTILE}`, `answer ${HOSTILE}`]) assert.ok(decode(detail).includes(shown), shown);
+    for (const shown of [`please ${HOSTILE}`, `found ${HOSTILE}`, `answer ${HOSTILE}`])
+      assert.ok(decode(detail).includes(shown), shown);
   });
 
   test('the html template escapes interpolations but not nested fragments; pages forbid scripts outright', async () => {
-    assert.equal(html`<p>${'<a href="x">&\''}</p>${html`<br>`}`.text, '<p>&lt;a href=&quot;x&quot;&gt;&amp;&#39;</p><br>');
+    assert.equal(
+      html`<p>${'<a href="x">&\''}</p>
+        ${html`<br />`}`.text,
+      '<p>&lt;a href=&quot;x&quot;&gt;&amp;&#39;</p><br>',
+    );
     const server = await serve(writeRun().rollouts);
     const res = await fetch(`${server.url}/`);
     assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'/);
@@ -228,10 +267,13 @@ describe('untrusted content', () => {
   test('requests addressed to a non-loopback host name are refused (DNS rebinding)', async () => {
     const server = await serve(writeRun().rollouts);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port: server.port, path: '/', headers: { host: `attacker.example:${server.port}` } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.get(
+        { host: '127.0.0.1', port: server.port, path: '/', headers: { host: `attacker.example:${server.port}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.once('error', reject);
     });
     assert.equal(status, 403);
@@ -247,8 +289,32 @@ describe('live section', () => {
     updated_at: updatedAt,
     elapsed_s: 5,
     stall_warning_secs: 120,
-    totals: { total: 9, done: 5, completed: 3, failed: 2, failed_by_class: { remote_agent_error: 2 }, in_flight: 1, stalled: 1, rollouts_per_s: 1, eta_s: 4, mean_reward: 0.5 },
-    in_flight: [{ task_index: 3, rollout_index: 0, attempt: 1, agent: 'remote_agent', stage: 'running_tool', step: 2, tool: HOSTILE, elapsed_s: 200, since_progress_s: 150, stalled: true }],
+    totals: {
+      total: 9,
+      done: 5,
+      completed: 3,
+      failed: 2,
+      failed_by_class: { remote_agent_error: 2 },
+      in_flight: 1,
+      stalled: 1,
+      rollouts_per_s: 1,
+      eta_s: 4,
+      mean_reward: 0.5,
+    },
+    in_flight: [
+      {
+        task_index: 3,
+        rollout_index: 0,
+        attempt: 1,
+        agent: 'remote_agent',
+        stage: 'running_tool',
+        step: 2,
+        tool: HOSTILE,
+        elapsed_s: 200,
+        since_progress_s: 150,
+        stalled: true,
+      },
+    ],
     history: [
       { t_s: 1, done: 1, completed: 1, failed_by_class: {}, in_flight: 4 },
       { t_s: 3, done: 5, completed: 3, failed_by_class: { remote_agent_error: 2 }, in_flight: 1 },
@@ -275,20 +341,32 @@ describe('live section', () => {
     assert.match(decode(live.text), /Run running: 5\/9 done · 1 in flight · 1 rollouts\/s · ETA 4\.0s · 1 stalled/);
     assert.doesNotMatch(live.text, /not updated for/);
     const page = (await get(server, '/')).text;
-    assert.match(page, /<figure class="chart" data-chart="failures">[\s\S]*?<path d="M[^"]+"[^>]*class="series"><title>remote_agent_error<\/title>/);
+    assert.match(
+      page,
+      /<figure class="chart" data-chart="failures">[\s\S]*?<path d="M[^"]+"[^>]*class="series"><title>remote_agent_error<\/title>/,
+    );
     // Per-step latency is drawn from the status file: p50/p90/p99 over the two valid steps.
     const latency = /<figure class="chart" data-chart="latency">[\s\S]*?<\/figure>/.exec(page)?.[0] ?? '';
-    assert.deepEqual([...latency.matchAll(/<path d="(M[^"]+)"[^>]*class="series"><title>([^<]+)<\/title>/g)].map((m) => [m[2], m[1]!.split('L').length]), [
-      ['p50 (s)', 2],
-      ['p90 (s)', 2],
-      ['p99 (s)', 2],
-    ]);
+    assert.deepEqual(
+      [...latency.matchAll(/<path d="(M[^"]+)"[^>]*class="series"><title>([^<]+)<\/title>/g)].map((m) => [
+        m[2],
+        m[1]!.split('L').length,
+      ]),
+      [
+        ['p50 (s)', 2],
+        ['p90 (s)', 2],
+        ['p99 (s)', 2],
+      ],
+    );
 
     writeFileSync(statusFile, JSON.stringify(statusOf(new Date(Date.now() - 60_000).toISOString())));
     assert.match(decode((await get(server, '/live')).text), /not updated for 1m00s: the collector may have stopped/);
 
     writeFileSync(statusFile, '{"state": "running", "in_fl');
     assert.match(decode((await get(server, '/live')).text), /No live status/);
-    assert.match((await get(server, '/charts')).text, /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: /);
+    assert.match(
+      (await get(server, '/charts')).text,
+      /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: /,
+    );
   });
 });

@@ -59,7 +59,8 @@ async function current(index: RolloutIndex): Promise<RolloutIndex> {
   } finally {
     clearTimeout(timer);
   }
-  if (index.size === 0 && !(await exists(index.rolloutsPath))) throw new ViewRequestError(410, `${index.rolloutsPath} no longer exists.`);
+  if (index.size === 0 && !(await exists(index.rolloutsPath)))
+    throw new ViewRequestError(410, `${index.rolloutsPath} no longer exists.`);
   return index;
 }
 
@@ -85,7 +86,11 @@ async function requireRolloutsFile(file: string): Promise<void> {
       'GYM_VIEW_FILE',
     );
   }
-  if (!info.isFile()) throw new ConfigError(`${file} is not a file; gym view takes a rollouts .jsonl file, e.g. results/rollouts.jsonl.`, 'GYM_VIEW_FILE');
+  if (!info.isFile())
+    throw new ConfigError(
+      `${file} is not a file; gym view takes a rollouts .jsonl file, e.g. results/rollouts.jsonl.`,
+      'GYM_VIEW_FILE',
+    );
 }
 
 const HEADERS = {
@@ -106,7 +111,15 @@ function fragmentReply(text: string): GymReply {
 }
 
 function errorPage(status: number, message: string): GymReply {
-  return htmlReply(page('gym view', html`<h1>${status === 404 ? 'Not found' : 'Cannot show this'}</h1><p class="error">${message}</p><p><a href="/">↑ all rollouts</a></p>`), status);
+  return htmlReply(
+    page(
+      'gym view',
+      html`<h1>${status === 404 ? 'Not found' : 'Cannot show this'}</h1>
+        <p class="error">${message}</p>
+        <p><a href="/">↑ all rollouts</a></p>`,
+    ),
+    status,
+  );
 }
 
 function isLoopback(host: string): boolean {
@@ -121,16 +134,21 @@ function loopbackHostsOnly(req: GymRequest, next: () => Promise<GymReply>): Prom
   const header = req.headers.host;
   if (header !== undefined) {
     const hostname = header.startsWith('[') ? header.slice(0, header.indexOf(']') + 1) : header.replace(/:\d+$/, '');
-    if (!isLoopback(hostname)) return Promise.resolve(errorPage(403, `This viewer answers only requests to a loopback address, not '${header}'.`));
+    if (!isLoopback(hostname))
+      return Promise.resolve(
+        errorPage(403, `This viewer answers only requests to a loopback address, not '${header}'.`),
+      );
   }
   return next();
 }
 
 function detailTarget(query: URLSearchParams): { source: Source; line: number } {
   const file = query.get('file') ?? 'main';
-  if (file !== 'main' && file !== 'failures') throw new ViewRequestError(400, `file must be 'main' or 'failures', not '${file}'.`);
+  if (file !== 'main' && file !== 'failures')
+    throw new ViewRequestError(400, `file must be 'main' or 'failures', not '${file}'.`);
   const lineText = query.get('line') ?? '';
-  if (!/^\d+$/.test(lineText) || Number(lineText) < 1) throw new ViewRequestError(400, `line must be a line number (1, 2, …), not '${lineText}'.`);
+  if (!/^\d+$/.test(lineText) || Number(lineText) < 1)
+    throw new ViewRequestError(400, `line must be a line number (1, 2, …), not '${lineText}'.`);
   return { source: file, line: Number(lineText) };
 }
 
@@ -145,7 +163,10 @@ async function listenOrExplain(app: App, port: number, host: string): Promise<Li
         : code === 'EACCES'
           ? `port ${port} needs privileges this user does not have`
           : `${host}:${port} cannot be listened on (${code ?? String(err)})`;
-    throw new ConfigError(`gym view cannot serve: ${why}. Pick another with --port N (or --port 0 for any free port) or --host.`, 'GYM_VIEW_LISTEN');
+    throw new ConfigError(
+      `gym view cannot serve: ${why}. Pick another with --port N (or --port 0 for any free port) or --host.`,
+      'GYM_VIEW_LISTEN',
+    );
   }
 }
 
@@ -166,22 +187,27 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     const run = query.get('run') ?? 'a';
     if (run === 'a') return current(first);
     if (run === 'b' && second) return current(second);
-    throw new ViewRequestError(400, second ? `run must be 'a' or 'b', not '${run}'.` : `run '${run}' does not exist: this viewer shows one run.`);
+    throw new ViewRequestError(
+      400,
+      second ? `run must be 'a' or 'b', not '${run}'.` : `run '${run}' does not exist: this viewer shows one run.`,
+    );
   };
   const both = async (): Promise<[RolloutIndex, RolloutIndex]> => {
     if (!second) throw new ViewRequestError(404, 'Comparing needs two runs: gym view A.jsonl B.jsonl.');
     return [await current(first), await current(second)];
   };
 
-  const answer = (build: (req: GymRequest) => Promise<GymReply>) => async (req: GymRequest): Promise<GymReply> => {
-    try {
-      return await build(req);
-    } catch (err) {
-      if (err instanceof ViewRequestError) return errorPage(err.status, err.message);
-      options.onError?.(err);
-      return errorPage(500, `Unexpected error: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  };
+  const answer =
+    (build: (req: GymRequest) => Promise<GymReply>) =>
+    async (req: GymRequest): Promise<GymReply> => {
+      try {
+        return await build(req);
+      } catch (err) {
+        if (err instanceof ViewRequestError) return errorPage(err.status, err.message);
+        options.onError?.(err);
+        return errorPage(500, `Unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
 
   const app = new App();
   if (isLoopback(host)) app.use(loopbackHostsOnly);
@@ -190,7 +216,15 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     answer(async (req) => {
       const index = await runOf(req.query);
       const compareLink = second ? html`<a href="/compare">compare A and B</a>` : undefined;
-      return htmlReply(await renderIndexPage(index, await readRunStatus(index.rolloutsPath), parseIndexQuery(req.query), pageSize, compareLink));
+      return htmlReply(
+        await renderIndexPage(
+          index,
+          await readRunStatus(index.rolloutsPath),
+          parseIndexQuery(req.query),
+          pageSize,
+          compareLink,
+        ),
+      );
     }),
   );
   app.get(
@@ -205,12 +239,25 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     answer(async (req) => {
       const index = await runOf(req.query);
       const charts = runCharts(index, await readRunStatus(index.rolloutsPath));
-      return req.query.get('page') === '1' ? htmlReply(page(`Charts — ${index.rolloutsPath}`, html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>${charts}`)) : fragmentReply(charts.text);
+      return req.query.get('page') === '1'
+        ? htmlReply(
+            page(
+              `Charts — ${index.rolloutsPath}`,
+              html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>
+                ${charts}`,
+            ),
+          )
+        : fragmentReply(charts.text);
     }),
   );
   // Browsers ask for it on every page; an empty answer instead of a 404 in their consoles.
   app.get('/favicon.ico', () => ({ status: 204, raw: '', contentType: 'image/x-icon', headers: HEADERS }));
-  app.get('/assets/live.js', () => ({ status: 200, raw: LIVE_SCRIPT, contentType: 'text/javascript; charset=utf-8', headers: HEADERS }));
+  app.get('/assets/live.js', () => ({
+    status: 200,
+    raw: LIVE_SCRIPT,
+    contentType: 'text/javascript; charset=utf-8',
+    headers: HEADERS,
+  }));
   app.get(
     '/compare',
     answer(async (req) => {

@@ -7,11 +7,22 @@
  */
 
 /** Keys whose values are parsed (small values: numbers, flags, `agent_ref`). */
-const VALUE_KEYS = new Set(['_ng_task_index', '_ng_rollout_index', '_ng_attempt_index', 'agent_ref', 'reward', '_ng_failure_class', '_ng_failure_terminal']);
+const VALUE_KEYS = new Set([
+  '_ng_task_index',
+  '_ng_rollout_index',
+  '_ng_attempt_index',
+  'agent_ref',
+  'reward',
+  '_ng_failure_class',
+  '_ng_failure_terminal',
+]);
 /** Keys whose objects are entered for their `usage` only. */
 const RESPONSE_KEYS = new Set(['response', '_ng_partial_response']);
 
-export type Skimmed = Record<string, unknown> & { response?: { usage?: unknown }; _ng_partial_response?: { usage?: unknown } };
+export type Skimmed = Record<string, unknown> & {
+  response?: { usage?: unknown };
+  _ng_partial_response?: { usage?: unknown };
+};
 
 const QUOTE = 0x22;
 const SCALAR = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;

@@ -44,7 +44,13 @@ export interface RunStatus {
 
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
 const counts = (value: unknown): Record<string, number> =>
-  isPlainObject(value) ? Object.fromEntries(Object.entries(value).filter(([, n]) => typeof n === 'number').slice(0, 100)) as Record<string, number> : {};
+  isPlainObject(value)
+    ? (Object.fromEntries(
+        Object.entries(value)
+          .filter(([, n]) => typeof n === 'number')
+          .slice(0, 100),
+      ) as Record<string, number>)
+    : {};
 
 export async function readRunStatus(rolloutsPath: string): Promise<RunStatus | undefined> {
   let text: string;
@@ -73,7 +79,10 @@ export async function readRunStatus(rolloutsPath: string): Promise<RunStatus | u
     state: typeof doc.state === 'string' ? doc.state : 'unknown',
     updated_at: typeof doc.updated_at === 'string' ? doc.updated_at : '',
     totals: Object.fromEntries(
-      Object.entries(totals).map(([key, value]) => [key, key === 'failed_by_class' ? counts(value) : typeof value === 'number' ? value : null]),
+      Object.entries(totals).map(([key, value]) => [
+        key,
+        key === 'failed_by_class' ? counts(value) : typeof value === 'number' ? value : null,
+      ]),
     ),
     in_flight: inFlight.slice(0, MAX_IN_FLIGHT_SHOWN).map((entry) => ({
       task_index: entry.task_index,
@@ -93,8 +102,17 @@ export async function readRunStatus(rolloutsPath: string): Promise<RunStatus | u
       done: num(point.done),
       failed_by_class: counts(point.failed_by_class),
     })),
-    step_latency_secs: (Array.isArray(doc.step_latency_secs) ? doc.step_latency_secs.filter(isPlainObject).slice(0, MAX_STEPS) : [])
-      .map((entry) => ({ step: num(entry.step), count: num(entry.count), p50: num(entry.p50), p90: num(entry.p90), p99: num(entry.p99) }))
+    step_latency_secs: (Array.isArray(doc.step_latency_secs)
+      ? doc.step_latency_secs.filter(isPlainObject).slice(0, MAX_STEPS)
+      : []
+    )
+      .map((entry) => ({
+        step: num(entry.step),
+        count: num(entry.count),
+        p50: num(entry.p50),
+        p90: num(entry.p90),
+        p99: num(entry.p99),
+      }))
       .filter((entry) => entry.step >= 1 && entry.count > 0),
   };
 }

@@ -32,7 +32,11 @@ export interface RunningGym {
 export function spawnGym(args: readonly string[], options: GymOptions): RunningGym {
   const env = { ...process.env, ...options.env };
   for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
-  const child = spawn(process.execPath, [GYM_BIN, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [GYM_BIN, ...args], {
+    cwd: options.cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -74,7 +78,9 @@ export function readJsonl(file: string): Array<Record<string, unknown>> {
 
 export function lineCount(file: string): number {
   if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').length;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '').length;
 }
 
 /** `(task, rollout)` keys of rows, as sorted `t:r` strings. */

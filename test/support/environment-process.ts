@@ -21,13 +21,24 @@ export interface EnvironmentProcess {
 }
 
 /** Write `source` as `app.mjs` in a temp dir and run it as instance `name` with `config` as its config block. */
-export async function startEnvironmentProcess(source: string, name: string, config: Record<string, unknown> = {}): Promise<EnvironmentProcess> {
+export async function startEnvironmentProcess(
+  source: string,
+  name: string,
+  config: Record<string, unknown> = {},
+): Promise<EnvironmentProcess> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-kit-'));
   const app = path.join(dir, 'app.mjs');
   writeFileSync(app, source);
   const port = await findFreePort();
-  const global = { [name]: { resources_servers: { [name]: { entrypoint: 'app.mjs', domain: 'other', host: '127.0.0.1', port, ...config } } } };
-  const child = spawn(process.execPath, [app], { env: { ...process.env, ...serverEnv(global, name) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const global = {
+    [name]: {
+      resources_servers: { [name]: { entrypoint: 'app.mjs', domain: 'other', host: '127.0.0.1', port, ...config } },
+    },
+  };
+  const child = spawn(process.execPath, [app], {
+    env: { ...process.env, ...serverEnv(global, name) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -85,7 +85,10 @@ export function makeScratch(): Scratch {
 }
 
 /** A config block for one fixture server instance. */
-export function fixtureServer(behaviour: FixtureBehaviour, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function fixtureServer(
+  behaviour: FixtureBehaviour,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { resources_servers: { fixture: { entrypoint: 'app.mjs', domain: 'other', behaviour, ...extra } } };
 }
 
@@ -136,18 +139,22 @@ export function processesWithMarker(marker: string): number[] {
 /** A loopback port held by another listener, for the "port already in use" tests. */
 export function occupyPort(): Promise<{ port: number; close(): Promise<void> }> {
   return new Promise((resolve) => {
-    const server = net.createServer((socket) => socket.destroy()).listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () => new Promise<void>((done) => server.close(() => done())),
+    const server = net
+      .createServer((socket) => socket.destroy())
+      .listen(0, '127.0.0.1', () => {
+        resolve({
+          port: (server.address() as AddressInfo).port,
+          close: () => new Promise<void>((done) => server.close(() => done())),
+        });
       });
-    });
   });
 }
 
 /** What the head server on `headPort` lists (one bounded call). */
 export async function serverInstances(headPort: number): Promise<InstanceRecord[]> {
-  return (await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 2_000 })).json() as InstanceRecord[];
+  return (
+    await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 2_000 })
+  ).json() as InstanceRecord[];
 }
 
 /** Wait (bounded) until the head server on `headPort` and every server it lists answer; returns the servers. */

@@ -44,7 +44,11 @@ export function spawnService(
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       void close();
-      reject(new Error(`${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 10_000} ms:\n${printed}`));
+      reject(
+        new Error(
+          `${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 10_000} ms:\n${printed}`,
+        ),
+      );
     }, options.timeoutMs ?? 10_000);
     const onData = (chunk: Buffer): void => {
       printed += chunk.toString('utf8');
@@ -119,7 +123,10 @@ export interface DatasetRolloutOptions {
  * Every row of `dataset` as one real rollout: the environment and tsgym's remote agent on loopback ports, driving
  * the service at `serviceUrl`, rows in file order. Resolves `unavailable` when the remote agent cannot be loaded.
  */
-export async function runDatasetRollouts(serviceUrl: string, options: DatasetRolloutOptions): Promise<RolloutResults | { unavailable: string }> {
+export async function runDatasetRollouts(
+  serviceUrl: string,
+  options: DatasetRolloutOptions,
+): Promise<RolloutResults | { unavailable: string }> {
   let agentModule: typeof import('../../responses_api_agents/remote_agent/app.js');
   let configModule: typeof import('../../responses_api_agents/remote_agent/config.js');
   try {
@@ -131,14 +138,20 @@ export async function runDatasetRollouts(serviceUrl: string, options: DatasetRol
   const envName = options.environmentName;
   const env = await options.environment(envName).listen(0);
   const config = configModule.parseRemoteAgentConfig(
-    { agent_base_url: serviceUrl, resources_server: { type: 'resources_servers', name: envName }, max_steps: options.maxSteps },
+    {
+      agent_base_url: serviceUrl,
+      resources_server: { type: 'resources_servers', name: envName },
+      max_steps: options.maxSteps,
+    },
     'remote_agent',
   );
   const agent = await agentModule
     .createRemoteAgent({ config, resourcesServer: { name: envName, url: env.url }, log: () => {} })
     .app.listen(0);
   try {
-    const lines = readFileSync(options.dataset, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    const lines = readFileSync(options.dataset, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     const rows: Record<string, any>[] = new Array(lines.length);
     let next = 0;
     const worker = async (): Promise<void> => {

@@ -19,9 +19,9 @@ if (mode === 'fail') {
 
 const prompt = args[args.indexOf('-p') + 1] ?? '';
 const conversation = between(prompt, 'Task conversation so far:\n', '\n\nTools you may ask for');
-const declared = (JSON.parse(between(prompt, 'Tools you may ask for (JSON schemas):\n', '\n\nReply with') || '[]') as { name: string }[]).map(
-  (tool) => tool.name,
-);
+const declared = (
+  JSON.parse(between(prompt, 'Tools you may ask for (JSON schemas):\n', '\n\nReply with') || '[]') as { name: string }[]
+).map((tool) => tool.name);
 const lines = conversation.split('\n');
 const adds = lines
   .filter((line) => line.startsWith('[user] '))
@@ -36,7 +36,9 @@ const countAfter = lines
 
 let decision: unknown;
 if (declared.includes('increment_counter') && incrementsAsked < adds.length) {
-  decision = { tool_calls: adds.slice(incrementsAsked).map((count) => ({ name: 'increment_counter', arguments: { count } })) };
+  decision = {
+    tool_calls: adds.slice(incrementsAsked).map((count) => ({ name: 'increment_counter', arguments: { count } })),
+  };
 } else if (countAfter === undefined && declared.includes('get_counter_value')) {
   decision = { tool_calls: [{ name: 'get_counter_value', arguments: {} }] };
 } else {
@@ -49,7 +51,12 @@ process.stdout.write(
     subtype: 'success',
     is_error: false,
     result: mode === 'fenced' ? `\`\`\`json\n${text}\n\`\`\`` : text,
-    usage: { input_tokens: Math.ceil(prompt.length / 4), output_tokens: Math.ceil(text.length / 4), cache_read_input_tokens: 7, cache_creation_input_tokens: 0 },
+    usage: {
+      input_tokens: Math.ceil(prompt.length / 4),
+      output_tokens: Math.ceil(text.length / 4),
+      cache_read_input_tokens: 7,
+      cache_creation_input_tokens: 0,
+    },
   }),
 );
 

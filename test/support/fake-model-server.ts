@@ -15,11 +15,17 @@ export interface Recorded {
 type Event = { kind: 'user'; text: string } | { kind: 'call'; name: string } | { kind: 'result'; text: string };
 
 function nextMove(events: Event[]): { calls: { name: string; arguments: string }[] } | { text: string } {
-  const adds = events.flatMap((e) => (e.kind === 'user' ? [...e.text.matchAll(/add (\d+)/g)].map((m) => Number(m[1])) : []));
+  const adds = events.flatMap((e) =>
+    e.kind === 'user' ? [...e.text.matchAll(/add (\d+)/g)].map((m) => Number(m[1])) : [],
+  );
   const asked = events.filter((e): e is Extract<Event, { kind: 'call' }> => e.kind === 'call');
   const incrementsAsked = asked.filter((e) => e.name === 'increment_counter').length;
   if (incrementsAsked < adds.length) {
-    return { calls: adds.slice(incrementsAsked).map((count) => ({ name: 'increment_counter', arguments: JSON.stringify({ count }) })) };
+    return {
+      calls: adds
+        .slice(incrementsAsked)
+        .map((count) => ({ name: 'increment_counter', arguments: JSON.stringify({ count }) })),
+    };
   }
   const count = [...events].reverse().find((e) => e.kind === 'result' && e.text.startsWith('{"count"'));
   if (!count) return { calls: [{ name: 'get_counter_value', arguments: '{}' }] };
@@ -44,25 +50,37 @@ export async function startFakeModelServer() {
         const events: Event[] = (body.messages as any[]).flatMap((m): Event[] => {
           if (m.role === 'user') return [{ kind: 'user', text: m.content }];
           if (m.role === 'tool') return [{ kind: 'result', text: m.content }];
-          if (m.role === 'assistant') return (m.tool_calls ?? []).map((c: any) => ({ kind: 'call', name: c.function.name }));
+          if (m.role === 'assistant')
+            return (m.tool_calls ?? []).map((c: any) => ({ kind: 'call', name: c.function.name }));
           return [];
         });
         const move = nextMove(events);
         const message =
           'calls' in move
-            ? { role: 'assistant', content: null, tool_calls: move.calls.map((c) => ({ id: `call_m${++ids}`, type: 'function', function: c })) }
+            ? {
+                role: 'assistant',
+                content: null,
+                tool_calls: move.calls.map((c) => ({ id: `call_m${++ids}`, type: 'function', function: c })),
+              }
             : { role: 'assistant', content: move.text };
         return send(200, {
           id: 'chatcmpl-1',
           object: 'chat.completion',
           choices: [{ index: 0, message, finish_reason: 'calls' in move ? 'tool_calls' : 'stop' }],
-          usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60, prompt_tokens_details: { cached_tokens: 20 }, completion_tokens_details: { reasoning_tokens: 4 } },
+          usage: {
+            prompt_tokens: 50,
+            completion_tokens: 10,
+            total_tokens: 60,
+            prompt_tokens_details: { cached_tokens: 20 },
+            completion_tokens_details: { reasoning_tokens: 4 },
+          },
         });
       }
       if (req.url === '/v1/responses') {
         const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input as any[]);
         const events: Event[] = input.flatMap((item): Event[] => {
-          if ((item.type ?? 'message') === 'message' && item.role === 'user') return [{ kind: 'user', text: String(item.content) }];
+          if ((item.type ?? 'message') === 'message' && item.role === 'user')
+            return [{ kind: 'user', text: String(item.content) }];
           if (item.type === 'function_call') return [{ kind: 'call', name: item.name }];
           if (item.type === 'function_call_output') return [{ kind: 'result', text: item.output }];
           return [];
@@ -71,12 +89,25 @@ export async function startFakeModelServer() {
         const output =
           'calls' in move
             ? move.calls.map((c) => ({ type: 'function_call', id: `fc_m${++ids}`, call_id: `call_m${ids}`, ...c }))
-            : [{ type: 'message', id: 'msg_m', role: 'assistant', content: [{ type: 'output_text', text: move.text, annotations: [] }] }];
+            : [
+                {
+                  type: 'message',
+                  id: 'msg_m',
+                  role: 'assistant',
+                  content: [{ type: 'output_text', text: move.text, annotations: [] }],
+                },
+              ];
         return send(200, {
           id: 'resp_m',
           object: 'response',
           output,
-          usage: { input_tokens: 70, output_tokens: 9, total_tokens: 79, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 2 } },
+          usage: {
+            input_tokens: 70,
+            output_tokens: 9,
+            total_tokens: 79,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens_details: { reasoning_tokens: 2 },
+          },
         });
       }
       send(404, { error: { message: `no route ${req.url}` } });

@@ -8,7 +8,15 @@
 import path from 'node:path';
 import { findFreePort } from '../../src/config/index.js';
 import { normalizeInput } from '../../src/service/index.js';
-import { finalAnswer, functionCall, startScriptedService, toolAsk, toolOutputsIn, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import {
+  finalAnswer,
+  functionCall,
+  startScriptedService,
+  toolAsk,
+  toolOutputsIn,
+  type ScriptedService,
+  type ServiceCall,
+} from '../../src/testing/index.js';
 import { spawnGym, tempDir, type RunningGym } from './cli.js';
 import { gate } from './wait.js';
 
@@ -74,5 +82,13 @@ export async function startGatedRun(extraArgs: readonly string[] = []): Promise<
     [...counterEvalArgs(service.url, await findFreePort(), 'out/rollouts.jsonl'), '--concurrency', '2', ...extraArgs],
     { cwd: dir },
   );
-  return { gym, dir, rolloutsPath, statusPath: path.join(dir, 'out', 'rollouts_status.json'), service, release: release.open, held: reached.opened };
+  return {
+    gym,
+    dir,
+    rolloutsPath,
+    statusPath: path.join(dir, 'out', 'rollouts_status.json'),
+    service,
+    release: release.open,
+    held: reached.opened,
+  };
 }

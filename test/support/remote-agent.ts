@@ -17,8 +17,17 @@ import {
 } from '../../src/server/resources-server.js';
 import type { Row } from '../../src/runfiles/row.js';
 import { normalizeInput, type ConversationItem } from '../../src/service/index.js';
-import { startScriptedService, type ScriptedService, type ServiceCall, type ServiceScript } from '../../src/testing/index.js';
-import { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions } from '../../responses_api_agents/remote_agent/app.js';
+import {
+  startScriptedService,
+  type ScriptedService,
+  type ServiceCall,
+  type ServiceScript,
+} from '../../src/testing/index.js';
+import {
+  createRemoteAgent,
+  type RemoteAgent,
+  type RemoteAgentOptions,
+} from '../../responses_api_agents/remote_agent/app.js';
 import { parseRemoteAgentConfig } from '../../responses_api_agents/remote_agent/config.js';
 import { gate, type Gate } from './wait.js';
 
@@ -178,7 +187,11 @@ export interface Harness {
    * JSON). `Reply` names what the route answers: a `RunResult` from `/run`, a `ResultResponse` from `/v1/responses`,
    * an `AgentErrorBody` from a failure; it is not checked.
    */
-  post<Reply = unknown>(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: Reply; setCookies: string[] }>;
+  post<Reply = unknown>(
+    path: string,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: Reply; setCookies: string[] }>;
   /** POST /run and return the row (fails the test when the status is not 200). */
   run(row: unknown): Promise<RunResult>;
   close(): Promise<void>;

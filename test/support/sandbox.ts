@@ -20,12 +20,16 @@ export function sandboxTestsUnavailable(): string | undefined {
 
 /** Pids of the processes running as host uid `uid`. */
 export function pidsOfUid(uid: number): number[] {
-  return hostProcesses().filter((proc) => proc.uid === uid).map((proc) => proc.pid);
+  return hostProcesses()
+    .filter((proc) => proc.uid === uid)
+    .map((proc) => proc.pid);
 }
 
 /** Pids of the processes whose command line mentions `text` (a sandbox's bwrap names its work dir). */
 export function pidsMentioning(text: string): number[] {
-  return hostProcesses().filter((proc) => proc.cmdline.includes(text) && proc.pid !== process.pid).map((proc) => proc.pid);
+  return hostProcesses()
+    .filter((proc) => proc.cmdline.includes(text) && proc.pid !== process.pid)
+    .map((proc) => proc.pid);
 }
 
 /** Mount points at or under `dir`. */

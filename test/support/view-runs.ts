@@ -32,13 +32,25 @@ export function success(task: number, rollout: number, reward: number, output: u
 export function failure(task: number, rollout: number, error: string, terminal: boolean, partial?: unknown[]): Row {
   return {
     responses_create_params: params(`task ${task}`),
-    response: { id: 'remote_agent_failure', object: 'response', output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '' }] }] },
+    response: {
+      id: 'remote_agent_failure',
+      object: 'response',
+      output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '' }] }],
+    },
     reward: 0,
     error,
     _ng_failure_class: 'remote_agent_error',
     ...(terminal ? { _ng_failure_terminal: true } : {}),
     ...(partial
-      ? { _ng_partial_response: { id: 'partial', object: 'response', output: partial, usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 } }, _ng_step_latency_secs: [0.25] }
+      ? {
+          _ng_partial_response: {
+            id: 'partial',
+            object: 'response',
+            output: partial,
+            usage: { input_tokens: 2, output_tokens: 1, total_tokens: 3 },
+          },
+          _ng_step_latency_secs: [0.25],
+        }
       : {}),
     _ng_task_index: task,
     _ng_rollout_index: rollout,
@@ -68,17 +80,30 @@ export function writeRun(options: { failures?: boolean } = {}): { dir: string; r
   const failures = path.join(dir, 'rollouts_failures.jsonl');
   writeJsonl(rollouts, [
     success(1, 0, 1, FULL_TRAJECTORY),
-    success(0, 1, 0.5, [
-      { type: 'function_call', call_id: 'call_x', name: 'lookup', arguments: `{"q":"${HOSTILE.replace(/"/g, '\\"')}"}` },
-      { type: 'function_call_output', call_id: 'call_x', output: `found ${HOSTILE}` },
-      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `answer ${HOSTILE}` }] },
-    ], `please ${HOSTILE}`),
+    success(
+      0,
+      1,
+      0.5,
+      [
+        {
+          type: 'function_call',
+          call_id: 'call_x',
+          name: 'lookup',
+          arguments: `{"q":"${HOSTILE.replace(/"/g, '\\"')}"}`,
+        },
+        { type: 'function_call_output', call_id: 'call_x', output: `found ${HOSTILE}` },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `answer ${HOSTILE}` }] },
+      ],
+      `please ${HOSTILE}`,
+    ),
     success(0, 0, 0, [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'no idea' }] }]),
   ]);
   if (options.failures !== false) {
     writeJsonl(failures, [
       failure(2, 1, 'service broke the contract: step 2 returned no output', true),
-      failure(2, 0, `transport error <b>${HOSTILE}</b>`, false, [{ type: 'function_call', call_id: 'call_p', name: 'lookup', arguments: '{}' }]),
+      failure(2, 0, `transport error <b>${HOSTILE}</b>`, false, [
+        { type: 'function_call', call_id: 'call_p', name: 'lookup', arguments: '{}' },
+      ]),
     ]);
   }
   return { dir, rollouts, failures };

@@ -14,7 +14,10 @@ export interface EventuallyOptions {
 }
 
 /** Resolves once `condition` holds (checked at once, then every `intervalMs`); rejects naming `what` after `timeoutMs`. */
-export async function eventually(condition: () => boolean | Promise<boolean>, options: EventuallyOptions): Promise<void> {
+export async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  options: EventuallyOptions,
+): Promise<void> {
   const { timeoutMs = 10_000, intervalMs = 5 } = options;
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

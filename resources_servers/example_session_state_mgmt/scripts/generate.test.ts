@@ -32,7 +32,10 @@ describe('counter data generator', () => {
       const row = JSON.parse(line) as CounterRow;
       assert.deepEqual(Object.keys(row), ['responses_create_params', 'expected_count', 'initial_count']);
       assert.ok(validateCreateParams(row.responses_create_params).ok);
-      assert.deepEqual(row.responses_create_params.tools.map((t) => t.name), ['increment_counter', 'get_counter_value']);
+      assert.deepEqual(
+        row.responses_create_params.tools.map((t) => t.name),
+        ['increment_counter', 'get_counter_value'],
+      );
       const match = /^add (\d+) then add (\d+) then get the count$/.exec(row.responses_create_params.input[0]!.content);
       assert.ok(match);
       assert.equal(row.expected_count, row.initial_count + Number(match[1]) + Number(match[2]));
@@ -40,7 +43,11 @@ describe('counter data generator', () => {
   });
 
   it('parses its flags and rejects unknown ones', () => {
-    assert.deepEqual(parseArgs(['--rows', '10', '--out=x.jsonl', '--seed', '4']), { rows: 10, out: 'x.jsonl', seed: 4 });
+    assert.deepEqual(parseArgs(['--rows', '10', '--out=x.jsonl', '--seed', '4']), {
+      rows: 10,
+      out: 'x.jsonl',
+      seed: 4,
+    });
     assert.throws(() => parseArgs(['--rows', '10']), /--out/);
     assert.throws(() => parseArgs(['--out', 'x', '--rows', '-1']), /non-negative/);
     assert.throws(() => parseArgs(['--out', 'x', '--bogus', '1']), /unknown argument/);

@@ -32,8 +32,10 @@ export function* counterRowLines(rows: number, seed: number): Generator<string> 
     const b = int(1, 50);
     const prompt = JSON.stringify(`add ${a} then add ${b} then get the count`);
     // Built as text so the shared tools array is encoded once, not once per row.
-    yield `{"responses_create_params":{"input":[{"content":${prompt},"role":"user"}],"tools":${TOOLS_JSON}},` +
-      `"expected_count":${initial + a + b},"initial_count":${initial}}`;
+    yield (
+      `{"responses_create_params":{"input":[{"content":${prompt},"role":"user"}],"tools":${TOOLS_JSON}},` +
+      `"expected_count":${initial + a + b},"initial_count":${initial}}`
+    );
   }
 }
 
@@ -62,7 +64,8 @@ export function parseArgs(argv: readonly string[]): Args {
   const { values } = readGeneratorFlags(argv, ['--rows', '--out', '--seed']);
   const rows = Number(values.get('--rows') ?? '100000');
   const out = values.get('--out');
-  if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rows must be a non-negative integer, got '${values.get('--rows')}'`);
+  if (!Number.isInteger(rows) || rows < 0)
+    throw new Error(`--rows must be a non-negative integer, got '${values.get('--rows')}'`);
   const seed = seedFlag(values);
   if (!out) throw new Error('--out <path> is required');
   return { rows, out, seed };
@@ -74,8 +77,10 @@ if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === imp
     await writeCounterRows(args.out, args.rows, args.seed);
     process.stdout.write(`Wrote ${args.rows} rows to ${args.out} (seed ${args.seed})\n`);
   } catch (err) {
-    process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n` +
-      'Usage: generate.js --rows <N> --out <path> [--seed <int>]\n');
+    process.stderr.write(
+      `Error: ${err instanceof Error ? err.message : String(err)}\n` +
+        'Usage: generate.js --rows <N> --out <path> [--seed <int>]\n',
+    );
     process.exitCode = 2;
   }
 }

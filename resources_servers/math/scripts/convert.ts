@@ -48,21 +48,25 @@ export function referenceAnswer(text: string): string | undefined {
 
 /** One source row → one environment row; throws a ConvertError naming the field. */
 export function convertRow(source: unknown, options: ConvertOptions = {}): Record<string, unknown> {
-  if (source === null || typeof source !== 'object' || Array.isArray(source)) throw new ConvertError('expected a JSON object');
+  if (source === null || typeof source !== 'object' || Array.isArray(source))
+    throw new ConvertError('expected a JSON object');
   const row = source as Record<string, unknown>;
   const questionField = pickField(row, options.questionField, QUESTION_FIELDS, 'question');
   const answerField = pickField(row, options.answerField, ANSWER_FIELDS, 'answer');
   const question = row[questionField];
   const answerText = row[answerField];
-  if (typeof question !== 'string' || !question.trim()) throw new ConvertError(`'${questionField}' must be a non-empty string`);
-  if (typeof answerText !== 'string' && typeof answerText !== 'number') throw new ConvertError(`'${answerField}' must be a string or a number`);
+  if (typeof question !== 'string' || !question.trim())
+    throw new ConvertError(`'${questionField}' must be a non-empty string`);
+  if (typeof answerText !== 'string' && typeof answerText !== 'number')
+    throw new ConvertError(`'${answerField}' must be a string or a number`);
   const expected = typeof answerText === 'number' ? String(answerText) : referenceAnswer(answerText);
   if (!expected) {
     throw new ConvertError(
       `'${answerField}' has no final answer: expected a GSM8K '#### <answer>' line, a \\boxed{…}, or a short answer (≤ ${MAX_ANSWER_CHARS} characters)`,
     );
   }
-  if (expected.length > MAX_ANSWER_CHARS) throw new ConvertError(`the answer in '${answerField}' is longer than ${MAX_ANSWER_CHARS} characters`);
+  if (expected.length > MAX_ANSWER_CHARS)
+    throw new ConvertError(`the answer in '${answerField}' is longer than ${MAX_ANSWER_CHARS} characters`);
   const instruction = options.instruction ?? ANSWER_INSTRUCTION;
   const extras: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(row)) {
@@ -79,14 +83,21 @@ export function convertRow(source: unknown, options: ConvertOptions = {}): Recor
   };
 }
 
-function pickField(row: Record<string, unknown>, chosen: string | undefined, candidates: string[], what: string): string {
+function pickField(
+  row: Record<string, unknown>,
+  chosen: string | undefined,
+  candidates: string[],
+  what: string,
+): string {
   if (chosen !== undefined) {
     if (!Object.hasOwn(row, chosen)) throw new ConvertError(`no '${chosen}' field (given by --${what}-field)`);
     return chosen;
   }
   const found = candidates.find((name) => Object.hasOwn(row, name));
   if (!found) {
-    throw new ConvertError(`no ${what} field: expected one of ${candidates.join(', ')} (or name it with --${what}-field)`);
+    throw new ConvertError(
+      `no ${what} field: expected one of ${candidates.join(', ')} (or name it with --${what}-field)`,
+    );
   }
   return found;
 }
@@ -131,7 +142,10 @@ export async function convertFile(input: string, out: string, options: ConvertOp
     rmSync(partial, { force: true });
     const failed = err as NodeJS.ErrnoException;
     if (failed.code === 'ENOENT' && failed.path === input) throw new ConvertError(`cannot read ${input}: no such file`);
-    if (failed.code && failed.path) throw new ConvertError(`cannot write ${failed.path} (${failed.code}): check that the --out directory exists and is writable`);
+    if (failed.code && failed.path)
+      throw new ConvertError(
+        `cannot write ${failed.path} (${failed.code}): check that the --out directory exists and is writable`,
+      );
     throw err;
   } finally {
     lines.close();
@@ -181,7 +195,9 @@ if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === imp
     const usage = args === undefined;
     process.stderr.write(
       `Error: ${err instanceof Error ? err.message : String(err)}\n` +
-        (usage ? 'Usage: convert.js --in <source.jsonl> --out <rows.jsonl> [--question-field F] [--answer-field F] [--instruction TEXT] [--calculator]\n' : ''),
+        (usage
+          ? 'Usage: convert.js --in <source.jsonl> --out <rows.jsonl> [--question-field F] [--answer-field F] [--instruction TEXT] [--calculator]\n'
+          : ''),
     );
     // 2 for a usage mistake (as argparse), 1 for a bad input file.
     process.exitCode = usage ? 2 : 1;

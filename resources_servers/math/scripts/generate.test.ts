@@ -28,14 +28,18 @@ describe('math task generator', () => {
 
   it('cycles through the six task kinds with valid requests and the calculator declared (or not)', () => {
     const rows = [...mathRows(60, SEED)];
-    assert.deepEqual(rows.slice(0, 6).map((row) => row.task_type), [...TASK_TYPES]);
+    assert.deepEqual(
+      rows.slice(0, 6).map((row) => row.task_type),
+      [...TASK_TYPES],
+    );
     for (const row of rows) {
       assert.ok(validateCreateParams(row.responses_create_params).ok);
       assert.deepEqual(row.responses_create_params.tools, [CALCULATOR_TOOL]);
       assert.match(row.responses_create_params.input[0]!.content, /Put your final answer in \\boxed\{\}\.$/);
       assert.ok(row.expected_answer.length > 0);
     }
-    for (const row of mathRows(12, SEED, { calculator: false })) assert.equal(row.responses_create_params.tools, undefined);
+    for (const row of mathRows(12, SEED, { calculator: false }))
+      assert.equal(row.responses_create_params.tools, undefined);
   });
 
   it('writes expected answers that follow from the question', () => {
@@ -49,12 +53,19 @@ describe('math task generator', () => {
         assert.equal(Number(row.expected_answer), (Number(match[1]) * Number(match[2])) / 100);
       } else if ((match = /Solve for x: (\d+)x ([+-]) (\d+) = (-?\d+)\./.exec(question))) {
         const [a, b, c] = [Number(match[1]), (match[2] === '-' ? -1 : 1) * Number(match[3]), Number(match[4])];
-        assert.ok(compareAnswers(row.expected_answer, String((c - b) / a), { relativeTolerance: 1e-9 }).equal, question);
+        assert.ok(
+          compareAnswers(row.expected_answer, String((c - b) / a), { relativeTolerance: 1e-9 }).equal,
+          question,
+        );
       } else if ((match = /Expand \((\d*)x ([+-]) (\d+)\)\(x ([+-]) (\d+)\)\./.exec(question))) {
         const a = Number(match[1] || '1');
         const p = (match[2] === '-' ? -1 : 1) * Number(match[3]);
         const q = (match[4] === '-' ? -1 : 1) * Number(match[5]);
-        assert.equal(compareAnswers(row.expected_answer, `(${a}x + ${p})(x + ${q})`).reason, 'symbolic_equal', question);
+        assert.equal(
+          compareAnswers(row.expected_answer, `(${a}x + ${p})(x + ${q})`).reason,
+          'symbolic_equal',
+          question,
+        );
       } else if ((match = /What is (\d+)\/(\d+) ([+-]) (\d+)\/(\d+)\?/.exec(question))) {
         const [a, b, c, d] = [match[1], match[2], match[4], match[5]].map(Number) as [number, number, number, number];
         const value = match[3] === '+' ? a / b + c / d : a / b - c / d;
@@ -74,7 +85,12 @@ describe('math task generator', () => {
   });
 
   it('parses its flags and rejects unknown ones', () => {
-    assert.deepEqual(parseArgs(['--rows', '10', '--out=x.jsonl', '--seed', '4', '--no-calculator']), { rows: 10, out: 'x.jsonl', seed: 4, calculator: false });
+    assert.deepEqual(parseArgs(['--rows', '10', '--out=x.jsonl', '--seed', '4', '--no-calculator']), {
+      rows: 10,
+      out: 'x.jsonl',
+      seed: 4,
+      calculator: false,
+    });
     assert.throws(() => parseArgs(['--rows', '10']), /--out/);
     assert.throws(() => parseArgs(['--out', 'x', '--rows', '-1']), /non-negative/);
     assert.throws(() => parseArgs(['--out', 'x', '--bogus', '1']), /unknown argument/);
@@ -85,11 +101,17 @@ describe('math task generator', () => {
     const script = fileURLToPath(new URL('./generate.js', import.meta.url));
     const { stdout } = await run(process.execPath, [script, '--rows', '12', '--seed', '9', '--out', out]);
     assert.match(stdout, /Wrote 12 rows/);
-    assert.equal(readFileSync(out, 'utf8'), readFileSync(path.join(installRoot(), 'resources_servers/math/data/example.jsonl'), 'utf8'));
-    await assert.rejects(run(process.execPath, [script, '--rows', 'many', '--out', out]), (err: { code?: number; stderr?: string }) => {
-      assert.equal(err.code, 2);
-      assert.match(String(err.stderr), /--rows must be a non-negative integer, got 'many'\nUsage: generate\.js/);
-      return true;
-    });
+    assert.equal(
+      readFileSync(out, 'utf8'),
+      readFileSync(path.join(installRoot(), 'resources_servers/math/data/example.jsonl'), 'utf8'),
+    );
+    await assert.rejects(
+      run(process.execPath, [script, '--rows', 'many', '--out', out]),
+      (err: { code?: number; stderr?: string }) => {
+        assert.equal(err.code, 2);
+        assert.match(String(err.stderr), /--rows must be a non-negative integer, got 'many'\nUsage: generate\.js/);
+        return true;
+      },
+    );
   });
 });

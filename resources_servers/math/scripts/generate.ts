@@ -130,7 +130,9 @@ function polynomial([a2, a1, a0]: [number, number, number]): string {
     if (coefficient === 0) return;
     const magnitude = Math.abs(coefficient) === 1 && variable ? '' : String(Math.abs(coefficient));
     const sign = coefficient < 0 ? '-' : '+';
-    terms.push(terms.length === 0 ? `${sign === '-' ? '-' : ''}${magnitude}${variable}` : `${sign} ${magnitude}${variable}`);
+    terms.push(
+      terms.length === 0 ? `${sign === '-' ? '-' : ''}${magnitude}${variable}` : `${sign} ${magnitude}${variable}`,
+    );
   };
   push(a2, 'x^2');
   push(a1, 'x');
@@ -162,7 +164,12 @@ export function* mathRows(rows: number, seed: number, options: GenerateOptions =
   }
 }
 
-export async function writeMathRows(out: string, rows: number, seed: number, options: GenerateOptions = {}): Promise<void> {
+export async function writeMathRows(
+  out: string,
+  rows: number,
+  seed: number,
+  options: GenerateOptions = {},
+): Promise<void> {
   const stream = createWriteStream(out);
   for (const row of mathRows(rows, seed, options)) {
     if (!stream.write(`${JSON.stringify(row)}\n`)) await once(stream, 'drain');
@@ -183,7 +190,8 @@ export function parseArgs(argv: readonly string[]): Args {
   const calculator = !switches.has('--no-calculator');
   const rows = Number(values.get('--rows') ?? '200');
   const out = values.get('--out');
-  if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rows must be a non-negative integer, got '${values.get('--rows')}'`);
+  if (!Number.isInteger(rows) || rows < 0)
+    throw new Error(`--rows must be a non-negative integer, got '${values.get('--rows')}'`);
   const seed = seedFlag(values);
   if (!out) throw new Error('--out <path> is required');
   return { rows, out, seed, calculator };

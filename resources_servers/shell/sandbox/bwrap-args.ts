@@ -45,7 +45,15 @@ export function systemBinds(): string[] {
 /** setpriv's arguments: become `uid`, then run bwrap around the launcher. */
 export function bwrapArgs({ uid, workDir, roBinds, programs }: BwrapTarget): string[] {
   const args = ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap];
-  args.push('--unshare-all', '--unshare-user', '--die-with-parent', '--new-session', '--as-pid-1', '--clearenv', '--disable-userns');
+  args.push(
+    '--unshare-all',
+    '--unshare-user',
+    '--die-with-parent',
+    '--new-session',
+    '--as-pid-1',
+    '--clearenv',
+    '--disable-userns',
+  );
   for (const dir of systemBinds()) args.push('--ro-bind', dir, dir);
   for (const top of TOP_LEVEL_DIRS) {
     if (lstatSafe(top)?.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);

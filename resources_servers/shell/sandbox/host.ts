@@ -75,7 +75,9 @@ export class SandboxHost {
 
   /** What enforces the session memory limit here. */
   get sessionMemoryMechanism(): string {
-    return this.memory ? `memory cgroup (v${this.memory.version})` : 'none: no writable memory cgroup, RLIMIT_AS per process only';
+    return this.memory
+      ? `memory cgroup (v${this.memory.version})`
+      : 'none: no writable memory cgroup, RLIMIT_AS per process only';
   }
 
   get live(): number {
@@ -112,9 +114,13 @@ export class SandboxHost {
       await unmountUnder(dir);
       rmSync(dir, { recursive: true, force: true });
       this.uids.delete(uid);
-      throw new SandboxError(`could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`);
+      throw new SandboxError(
+        `could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
-    const sandbox = new Sandbox(this.limits, this.programs, uid, dir, work, cgroup, (destroyed) => this.release(destroyed));
+    const sandbox = new Sandbox(this.limits, this.programs, uid, dir, work, cgroup, (destroyed) =>
+      this.release(destroyed),
+    );
     this.sandboxes.add(sandbox);
     return sandbox;
   }

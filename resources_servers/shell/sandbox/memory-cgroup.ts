@@ -60,7 +60,8 @@ function ownMemoryCgroup(): Hierarchy | undefined {
 }
 
 function below(mountPoint: string, mountRoot: string, cgroupPath: string): string {
-  const relative = mountRoot !== '/' && cgroupPath.startsWith(mountRoot) ? cgroupPath.slice(mountRoot.length) : cgroupPath;
+  const relative =
+    mountRoot !== '/' && cgroupPath.startsWith(mountRoot) ? cgroupPath.slice(mountRoot.length) : cgroupPath;
   return path.join(mountPoint, relative);
 }
 
@@ -68,12 +69,17 @@ function below(mountPoint: string, mountRoot: string, cgroupPath: string): strin
  * Session cgroups under `<own cgroup>/<prefix><owner>`, or undefined when this machine does not let us make them
  * (or move a process into one). Roots left by dead owners (`isStale(owner)`) are removed first.
  */
-export async function openMemoryCgroups(prefix: string, owner: string, isStale: (owner: string) => boolean): Promise<MemoryCgroups | undefined> {
+export async function openMemoryCgroups(
+  prefix: string,
+  owner: string,
+  isStale: (owner: string) => boolean,
+): Promise<MemoryCgroups | undefined> {
   const own = ownMemoryCgroup();
   if (!own) return undefined;
   try {
     for (const entry of readdirSync(own.dir, { withFileTypes: true })) {
-      if (entry.isDirectory() && entry.name.startsWith(prefix) && isStale(entry.name.slice(prefix.length))) await removeTree(path.join(own.dir, entry.name));
+      if (entry.isDirectory() && entry.name.startsWith(prefix) && isStale(entry.name.slice(prefix.length)))
+        await removeTree(path.join(own.dir, entry.name));
     }
   } catch {
     return undefined;

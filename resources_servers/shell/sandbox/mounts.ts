@@ -12,7 +12,14 @@ const run = promisify(execFile);
 /** Mount a fresh tmpfs of `diskBytes` at `workDir`, owned by `uid`. */
 export async function mountWorkDir(workDir: string, diskBytes: number, uid: number): Promise<void> {
   const inodes = Math.max(1024, Math.floor(diskBytes / 4096));
-  await run('mount', ['-t', 'tmpfs', '-o', `size=${diskBytes},nr_inodes=${inodes},mode=0755,uid=${uid},gid=${uid},nosuid,nodev`, 'tsgym-shell', workDir]);
+  await run('mount', [
+    '-t',
+    'tmpfs',
+    '-o',
+    `size=${diskBytes},nr_inodes=${inodes},mode=0755,uid=${uid},gid=${uid},nosuid,nodev`,
+    'tsgym-shell',
+    workDir,
+  ]);
 }
 
 /** Lazily unmount every mount at or below `dir`, deepest first; a mount that refuses to go is skipped. */

@@ -32,11 +32,15 @@ export async function missingPrerequisites(): Promise<string[]> {
     if (!findOnPath(tool)) missing.push(`${why} is not installed`);
   }
   const python = existsSync(SANDBOX_PYTHON) ? realpathSync(SANDBOX_PYTHON) : undefined;
-  if (!python) missing.push(`${SANDBOX_PYTHON} is missing (the sandbox's launcher and tasks run on it; apt-get install python3)`);
+  if (!python)
+    missing.push(`${SANDBOX_PYTHON} is missing (the sandbox's launcher and tasks run on it; apt-get install python3)`);
   else if (!systemBinds().some((dir) => python.startsWith(`${dir}/`))) {
-    missing.push(`${SANDBOX_PYTHON} resolves to ${python}, outside the system dirs a sandbox sees (${systemBinds().join(', ')}); install the distribution's python3`);
+    missing.push(
+      `${SANDBOX_PYTHON} resolves to ${python}, outside the system dirs a sandbox sees (${systemBinds().join(', ')}); install the distribution's python3`,
+    );
   }
-  if (!existsSync(PACKAGED_LAUNCHER)) missing.push(`the launcher ${PACKAGED_LAUNCHER} is missing from the installation`);
+  if (!existsSync(PACKAGED_LAUNCHER))
+    missing.push(`the launcher ${PACKAGED_LAUNCHER} is missing from the installation`);
   return missing;
 }
 
@@ -155,7 +159,10 @@ export async function selfTest(host: SelfTestHost): Promise<void> {
   let hostClosed = false;
   try {
     sandbox = await host.create({ 'probe.txt': 'probe\n' });
-    const result = await sandbox.runCommand('cat probe.txt; test -w /usr && echo writable-usr; cat /proc/net/dev | grep -c :', { timeoutSecs: 10 });
+    const result = await sandbox.runCommand(
+      'cat probe.txt; test -w /usr && echo writable-usr; cat /proc/net/dev | grep -c :',
+      { timeoutSecs: 10 },
+    );
     const [content, interfaces] = result.stdout.trim().split('\n');
     if (result.exit_code !== 0 || content !== 'probe' || interfaces !== '1') {
       throw new SandboxUnavailableError(
@@ -168,7 +175,9 @@ export async function selfTest(host: SelfTestHost): Promise<void> {
     hostClosed = true;
     await host.close();
     if (err instanceof SandboxUnavailableError) throw err;
-    throw new SandboxUnavailableError(`the sandbox self-test could not run a command in bubblewrap: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SandboxUnavailableError(
+      `the sandbox self-test could not run a command in bubblewrap: ${err instanceof Error ? err.message : String(err)}`,
+    );
   } finally {
     if (sandbox && !hostClosed) await sandbox.destroy();
   }

@@ -21,7 +21,12 @@ export function hostProcesses(): HostProcess[] {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
       const ppid = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
-      found.push({ pid: Number(name), ppid, uid, cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ') });
+      found.push({
+        pid: Number(name),
+        ppid,
+        uid,
+        cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' '),
+      });
     } catch {
       // It ended while we looked.
     }

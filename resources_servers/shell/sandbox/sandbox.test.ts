@@ -24,9 +24,20 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-test-'));
     host = await openSandboxHost({
       baseDir,
-      limits: { commandWallSecs: 10, commandCpuSecs: 1, memoryBytes: 256 * MIB, processes: 24, outputBytes: 8192, fileBytes: 1 * MIB, diskBytes: 4 * MIB },
+      limits: {
+        commandWallSecs: 10,
+        commandCpuSecs: 1,
+        memoryBytes: 256 * MIB,
+        processes: 24,
+        outputBytes: 8192,
+        fileBytes: 1 * MIB,
+        diskBytes: 4 * MIB,
+      },
     });
-    [a, b] = await Promise.all([host.create({ 'secret.txt': 'session a only\n' }), host.create({ 'notes/b.txt': 'b\n' })]);
+    [a, b] = await Promise.all([
+      host.create({ 'secret.txt': 'session a only\n' }),
+      host.create({ 'notes/b.txt': 'b\n' }),
+    ]);
   });
 
   after(async () => {
@@ -41,7 +52,9 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const port = (server.address() as net.AddressInfo).port;
       try {
-        const inside = await a.runCommand(`python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), timeout=2); print('connected')"`);
+        const inside = await a.runCommand(
+          `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), timeout=2); print('connected')"`,
+        );
         assert.notEqual(inside.exit_code, 0);
         assert.match(inside.stderr, /Connection refused/);
         assert.doesNotMatch(inside.stdout, /connected/);
@@ -59,18 +72,32 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
           `touch /tmp/${marker} /dev/shm/${marker} && echo private-ok`,
       );
       assert.equal(result.stdout.trim(), 'private-ok');
-      for (const dir of ['/usr', '/etc', '/', '/tmp', '/dev/shm']) assert.equal(existsSync(path.join(dir, marker)), false, `${dir} untouched on the host`);
-      assert.equal((await a.runCommand(`ls /tmp/${marker} /dev/shm/${marker}`)).exit_code, 2, "a command's /tmp and /dev are gone when it ends");
+      for (const dir of ['/usr', '/etc', '/', '/tmp', '/dev/shm'])
+        assert.equal(existsSync(path.join(dir, marker)), false, `${dir} untouched on the host`);
+      assert.equal(
+        (await a.runCommand(`ls /tmp/${marker} /dev/shm/${marker}`)).exit_code,
+        2,
+        "a command's /tmp and /dev are gone when it ends",
+      );
     });
 
     test("a session sees neither another session's files nor its processes, nor the host's", async () => {
       const longRunning = a.runCommand('sleep 3; echo done');
       // A head start only, as before: what follows holds whether or not the sleep is up in time.
-      await eventually(() => pidsOfUid(a.uid).length >= 3, { what: "a's sleep runs", timeoutMs: 5000, intervalMs: 50 }).catch(() => undefined);
-      const view = await b.runCommand("ps -e -o pid=,comm= ; find / -name secret.txt -not -path '/proc/*' 2>/dev/null; ls /work");
+      await eventually(() => pidsOfUid(a.uid).length >= 3, {
+        what: "a's sleep runs",
+        timeoutMs: 5000,
+        intervalMs: 50,
+      }).catch(() => undefined);
+      const view = await b.runCommand(
+        "ps -e -o pid=,comm= ; find / -name secret.txt -not -path '/proc/*' 2>/dev/null; ls /work",
+      );
       assert.doesNotMatch(view.stdout, /sleep|secret\.txt/);
       assert.match(view.stdout, /notes/);
-      assert.ok(view.stdout.split('\n').filter((line) => /^\s*\d+ /.test(line)).length <= 5, `only its own few processes:\n${view.stdout}`);
+      assert.ok(
+        view.stdout.split('\n').filter((line) => /^\s*\d+ /.test(line)).length <= 5,
+        `only its own few processes:\n${view.stdout}`,
+      );
       assert.match(view.stdout, /^\s*1 python3/m, 'its launcher is PID 1');
       assert.equal((await longRunning).stdout, 'done\n');
     });
@@ -78,7 +105,11 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('no process outlives its command', async () => {
       const result = await a.runCommand('(sleep 30 &) ; nohup sleep 30 >/dev/null 2>&1 & echo started');
       assert.equal(result.stdout, 'started\n');
-      await eventually(() => pidsOfUid(a.uid).length === 0, { what: 'background processes are killed with the command', timeoutMs: 3000, intervalMs: 50 });
+      await eventually(() => pidsOfUid(a.uid).length === 0, {
+        what: 'background processes are killed with the command',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
     });
   });
 
@@ -86,16 +117,27 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('a fork bomb hits the processes limit while another session keeps answering', async () => {
       const bomb = a.runCommand('b(){ b|b& }; b; sleep 2', { timeoutSecs: 5 });
       // A head start only, as before: what follows holds whether or not the bomb has grown this far in time.
-      await eventually(() => pidsOfUid(a.uid).length >= 10, { what: 'the bomb has 10 processes', timeoutMs: 3000, intervalMs: 50 }).catch(() => undefined);
+      await eventually(() => pidsOfUid(a.uid).length >= 10, {
+        what: 'the bomb has 10 processes',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      }).catch(() => undefined);
       const started = performance.now();
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
-      assert.ok(performance.now() - started < 3000, `the other session answered in ${Math.round(performance.now() - started)} ms`);
+      assert.ok(
+        performance.now() - started < 3000,
+        `the other session answered in ${Math.round(performance.now() - started)} ms`,
+      );
       assert.ok(pidsOfUid(a.uid).length <= 24 + 2, 'never more processes than the limit');
       const result = await bomb;
       assert.equal(result.limit_exceeded, 'processes');
       assert.match(result.stderr, /processes limit \(24 processes per session\)/);
-      await eventually(() => pidsOfUid(a.uid).length === 0, { what: 'the bomb is gone after the command', timeoutMs: 3000, intervalMs: 50 });
+      await eventually(() => pidsOfUid(a.uid).length === 0, {
+        what: 'the bomb is gone after the command',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
     });
 
     test('a memory hog hits the memory limit while another session keeps answering', async () => {
@@ -113,14 +155,21 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('all the processes of a session together hit the session_memory limit (memory cgroup), each one within RLIMIT_AS', async (t) => {
       if (!host.memory) return t.skip(`no writable memory cgroup here: ${host.sessionMemoryMechanism}`);
       const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-memory-'));
-      const tight = await openSandboxHost({ baseDir: scratch, limits: { memoryBytes: 512 * MIB, sessionMemoryBytes: 96 * MIB } });
+      const tight = await openSandboxHost({
+        baseDir: scratch,
+        limits: { memoryBytes: 512 * MIB, sessionMemoryBytes: 96 * MIB },
+      });
       try {
         const sandbox = await tight.create();
         const hog = 'python3 -c "import time; x = bytes(range(256)) * (40 << 12); time.sleep(2)"';
         const result = await sandbox.runCommand(`${hog} & ${hog} & ${hog} & wait`);
         assert.equal(result.limit_exceeded, 'session_memory', JSON.stringify(result));
         assert.match(result.stderr, /session_memory limit \(96 MiB for all the session's processes/);
-        assert.equal((await sandbox.runCommand('python3 -c "print(len(bytes(range(256)) * (40 << 12)))"')).stdout, '41943040\n', 'one alone fits');
+        assert.equal(
+          (await sandbox.runCommand('python3 -c "print(len(bytes(range(256)) * (40 << 12)))"')).stdout,
+          '41943040\n',
+          'one alone fits',
+        );
       } finally {
         await tight.close();
       }
@@ -130,11 +179,28 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
 
   describe('limits, each named in the output', () => {
     const cases: Array<{ limit: LimitName; command: string; timeoutSecs?: number; text: RegExp }> = [
-      { limit: 'wall_time', command: 'sleep 5', timeoutSecs: 0.5, text: /wall_time limit \(the command ran past its 0\.5 s timeout/ },
-      { limit: 'cpu_time', command: 'python3 -c "while True: pass"', text: /cpu_time limit \(1 CPU seconds per process\)/ },
+      {
+        limit: 'wall_time',
+        command: 'sleep 5',
+        timeoutSecs: 0.5,
+        text: /wall_time limit \(the command ran past its 0\.5 s timeout/,
+      },
+      {
+        limit: 'cpu_time',
+        command: 'python3 -c "while True: pass"',
+        text: /cpu_time limit \(1 CPU seconds per process\)/,
+      },
       { limit: 'output', command: 'yes', text: /output limit \(8192 bytes/ },
-      { limit: 'file_size', command: 'head -c 2000000 /dev/zero > big.bin', text: /file_size limit \(1 MiB per file\)/ },
-      { limit: 'disk', command: 'for i in 1 2 3 4 5 6; do head -c 900000 /dev/zero > fill$i || exit 1; done', text: /disk limit \(4 MiB in the work dir\)/ },
+      {
+        limit: 'file_size',
+        command: 'head -c 2000000 /dev/zero > big.bin',
+        text: /file_size limit \(1 MiB per file\)/,
+      },
+      {
+        limit: 'disk',
+        command: 'for i in 1 2 3 4 5 6; do head -c 900000 /dev/zero > fill$i || exit 1; done',
+        text: /disk limit \(4 MiB in the work dir\)/,
+      },
       { limit: 'processes', command: 'for i in $(seq 40); do sleep 2 & done; wait', text: /processes limit/ },
       { limit: 'memory', command: 'python3 -c "x = bytearray(512 << 20)"', text: /memory limit/ },
     ];
@@ -157,13 +223,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
 
     test('a command within every limit reports no limit', async () => {
       const result = await b.runCommand('echo fine; echo warn >&2; exit 3');
-      assert.deepEqual([result.exit_code, result.stdout, result.stderr, result.limit_exceeded], [3, 'fine\n', 'warn\n', null]);
+      assert.deepEqual(
+        [result.exit_code, result.stdout, result.stderr, result.limit_exceeded],
+        [3, 'fine\n', 'warn\n', null],
+      );
     });
 
     test('session budgets: once used up, later commands are refused and name the budget', async () => {
       const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-budgets-'));
       const short = await openSandboxHost({ baseDir: scratch, limits: { sessionWallSecs: 1 } });
-      const frugal = await openSandboxHost({ baseDir: scratch, limits: { sessionCpuSecs: 1, sessionOutputBytes: 5000, commandCpuSecs: 5 } });
+      const frugal = await openSandboxHost({
+        baseDir: scratch,
+        limits: { sessionCpuSecs: 1, sessionOutputBytes: 5000, commandCpuSecs: 5 },
+      });
       try {
         const [wall, cpu, output] = await Promise.all([short.create(), frugal.create(), frugal.create()]);
         const cut = await wall.runCommand('sleep 3');
@@ -185,13 +257,21 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       assert.deepEqual(await a.writeFile('deep/er/file.txt', 'héllo'), { bytes_written: 6 });
       assert.deepEqual(await a.readFile('deep/er/file.txt', 100), { content: 'héllo', size: 6, truncated: false });
       assert.deepEqual(await a.readFile('./deep//er/file.txt', 2), { content: 'h', size: 6, truncated: true });
-      const listing = (await a.listDir('deep', 10)) as { entries: Array<{ name: string; type: string }>; truncated: boolean };
-      assert.deepEqual([listing.entries.map((entry) => [entry.name, entry.type]), listing.truncated], [[['er', 'dir']], false]);
+      const listing = (await a.listDir('deep', 10)) as {
+        entries: Array<{ name: string; type: string }>;
+        truncated: boolean;
+      };
+      assert.deepEqual(
+        [listing.entries.map((entry) => [entry.name, entry.type]), listing.truncated],
+        [[['er', 'dir']], false],
+      );
       assert.equal((await a.runCommand('cat deep/er/file.txt')).stdout, 'héllo');
     });
 
     test("'..', absolute paths and symlinks pointing out are refused", async () => {
-      await a.runCommand('ln -sf /etc/passwd passwd-link; ln -sfn /etc etc-link; ln -sfn .. up-link; ln -sf secret.txt inside-link');
+      await a.runCommand(
+        'ln -sf /etc/passwd passwd-link; ln -sfn /etc etc-link; ln -sfn .. up-link; ln -sf secret.txt inside-link',
+      );
       const refusals: Array<[string, Promise<Record<string, unknown>>, RegExp]> = [
         ['read ..', a.readFile('../etc/passwd', 100), /'\.\.' is not allowed/],
         ['read nested ..', a.readFile('deep/../../x', 100), /'\.\.' is not allowed/],
@@ -203,9 +283,16 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         ['list symlink to the parent', a.listDir('up-link', 10), /outside the work dir/],
       ];
       for (const [what, answer, reason] of refusals) assert.match(String((await answer).error), reason, what);
-      assert.deepEqual(await a.readFile('inside-link', 100), { content: 'session a only\n', size: 15, truncated: false }, 'a symlink inside is fine');
+      assert.deepEqual(
+        await a.readFile('inside-link', 100),
+        { content: 'session a only\n', size: 15, truncated: false },
+        'a symlink inside is fine',
+      );
       assert.deepEqual(await a.writeFile('inside-link', 'session a only\n'), { bytes_written: 15 });
-      assert.equal((await a.runCommand('ls /etc/evil /tmp/evil 2>&1 | wc -l; cat secret.txt')).stdout, '2\nsession a only\n');
+      assert.equal(
+        (await a.runCommand('ls /etc/evil /tmp/evil 2>&1 | wc -l; cat secret.txt')).stdout,
+        '2\nsession a only\n',
+      );
     });
   });
 
@@ -214,13 +301,21 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       const sandbox = await host.create({ 'x.txt': 'x' });
       const running = sandbox.runCommand('sleep 30');
       // A head start only, as before: what follows holds whether or not the sleep is up in time.
-      await eventually(() => pidsOfUid(sandbox.uid).length >= 2, { what: 'the sleep runs', timeoutMs: 3000, intervalMs: 50 }).catch(() => undefined);
+      await eventually(() => pidsOfUid(sandbox.uid).length >= 2, {
+        what: 'the sleep runs',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      }).catch(() => undefined);
       assert.equal(mountsUnder(sandbox.dir).length, 1);
       await sandbox.destroy();
       await running;
       assert.equal(existsSync(sandbox.dir), false);
       assert.deepEqual(mountsUnder(sandbox.dir), []);
-      await eventually(() => pidsOfUid(sandbox.uid).length === 0, { what: "the sandbox's processes are gone", timeoutMs: 3000, intervalMs: 50 });
+      await eventually(() => pidsOfUid(sandbox.uid).length === 0, {
+        what: "the sandbox's processes are gone",
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
       await assert.rejects(sandbox.runCommand('true'), /destroyed/);
     });
 
@@ -232,12 +327,24 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tsgym-shell', dead]);
       writeFileSync(path.join(dead, 'left.txt'), 'left behind');
       // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
-      const straggler = spawn('setpriv', ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '60'], { stdio: 'ignore' });
-      await eventually(() => pidsOfUid(strayUid).length === 1, { what: 'the straggler runs as its uid', timeoutMs: 3000, intervalMs: 50 });
+      const straggler = spawn(
+        'setpriv',
+        ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '60'],
+        { stdio: 'ignore' },
+      );
+      await eventually(() => pidsOfUid(strayUid).length === 1, {
+        what: 'the straggler runs as its uid',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
       const second = await openSandboxHost({ baseDir: dir });
       try {
         assert.equal(second.staleRemoved, 1);
-        await eventually(() => straggler.signalCode === 'SIGKILL', { what: "the dead owner's straggler is killed", timeoutMs: 3000, intervalMs: 50 });
+        await eventually(() => straggler.signalCode === 'SIGKILL', {
+          what: "the dead owner's straggler is killed",
+          timeoutMs: 3000,
+          intervalMs: 50,
+        });
         assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
         assert.deepEqual(readdirSync(dir), [path.basename(second.ownerDir)]);
         const third = await openSandboxHost({ baseDir: dir });
@@ -252,7 +359,12 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       const closed = mkdtempSync(path.join(os.tmpdir(), 'tsgym-closed-'));
       await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'deeper', 'base') }), (err: Error) => {
         assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
-        assert.match(err.message, new RegExp(`^the sandbox base dir ${closed}/deeper/base is out of reach of the sessions: ${closed} has mode 0700, .*sandbox_base_dir.*chmod o\\+x ${closed}\\.$`));
+        assert.match(
+          err.message,
+          new RegExp(
+            `^the sandbox base dir ${closed}/deeper/base is out of reach of the sessions: ${closed} has mode 0700, .*sandbox_base_dir.*chmod o\\+x ${closed}\\.$`,
+          ),
+        );
         assert.doesNotMatch(err.message, /\n/, 'one paragraph');
         return true;
       });
@@ -264,10 +376,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       const sandboxes = await Promise.all(Array.from({ length: 32 }, (_, i) => host.create({ 'id.txt': `${i}\n` })));
       assert.equal(host.live, 34);
       const results = await Promise.all(sandboxes.map((sandbox) => sandbox.runCommand('cat id.txt; ls | wc -l')));
-      assert.deepEqual(results.map((r) => r.stdout), sandboxes.map((_, i) => `${i}\n1\n`));
+      assert.deepEqual(
+        results.map((r) => r.stdout),
+        sandboxes.map((_, i) => `${i}\n1\n`),
+      );
       await Promise.all(sandboxes.map((sandbox) => sandbox.destroy()));
       assert.equal(host.live, 2);
-      process.stdout.write(`# 32 sandboxes created, used and destroyed in ${Math.round(performance.now() - started)} ms\n`);
+      process.stdout.write(
+        `# 32 sandboxes created, used and destroyed in ${Math.round(performance.now() - started)} ms\n`,
+      );
     });
   });
 });

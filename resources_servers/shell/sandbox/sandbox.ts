@@ -36,11 +36,19 @@ export interface SandboxUsage {
   outputBytes: number;
 }
 
-const COMMAND_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/work', LANG: 'C.UTF-8', TERM: 'dumb', TMPDIR: '/tmp', USER: 'sandbox' };
+const COMMAND_ENV = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  HOME: '/work',
+  LANG: 'C.UTF-8',
+  TERM: 'dumb',
+  TMPDIR: '/tmp',
+  USER: 'sandbox',
+};
 /** Where setpriv is looked up (the environment's own PATH is checked at start-up); bwrap goes by its absolute path. */
 const SYSTEM_PATH = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
 /** How shells, coreutils and Python report a fork refused by RLIMIT_NPROC. */
-const FORK_FAILED = /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
+const FORK_FAILED =
+  /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
 
 interface LaunchResult {
   report: Record<string, unknown> | undefined;
@@ -85,12 +93,24 @@ export class Sandbox {
     const limits = this.limits;
     const exhausted = this.exhaustedSessionLimit();
     if (exhausted) {
-      return { exit_code: -1, stdout: '', stderr: `sandbox: the session's ${exhausted.replace('session_', '').replace('_', ' ')} budget is used up; no more commands run in this session\n`, stdout_truncated: false, stderr_truncated: false, duration_ms: 0, limit_exceeded: exhausted, cpu_ms: 0 };
+      return {
+        exit_code: -1,
+        stdout: '',
+        stderr: `sandbox: the session's ${exhausted.replace('session_', '').replace('_', ' ')} budget is used up; no more commands run in this session\n`,
+        stdout_truncated: false,
+        stderr_truncated: false,
+        duration_ms: 0,
+        limit_exceeded: exhausted,
+        cpu_ms: 0,
+      };
     }
     const remainingWallMs = limits.sessionWallSecs * 1000 - this.usage.wallMs;
     const askedMs = (options.timeoutSecs ?? limits.commandWallSecs) * 1000;
     const timeoutMs = Math.min(askedMs, limits.commandWallSecs * 1000, remainingWallMs);
-    const wallLimit: LimitName = timeoutMs === remainingWallMs && remainingWallMs < Math.min(askedMs, limits.commandWallSecs * 1000) ? 'session_wall_time' : 'wall_time';
+    const wallLimit: LimitName =
+      timeoutMs === remainingWallMs && remainingWallMs < Math.min(askedMs, limits.commandWallSecs * 1000)
+        ? 'session_wall_time'
+        : 'wall_time';
     const remainingCpuSecs = Math.ceil((limits.sessionCpuSecs * 1000 - this.usage.cpuMs) / 1000);
     const cpuSecs = Math.max(1, Math.min(limits.commandCpuSecs, remainingCpuSecs));
     const remainingOutput = limits.sessionOutputBytes - this.usage.outputBytes;
@@ -112,12 +132,27 @@ export class Sandbox {
     this.usage.cpuMs += cpuMs;
     this.usage.outputBytes += launched.stdout.length + launched.stderr.length;
     const stderrText = launched.stderr.toString('utf8');
-    let limit: LimitName | null = oomKilled ? 'session_memory' : launched.killedFor === 'wall_time' ? wallLimit : launched.killedFor === 'output' && outputBytes < limits.outputBytes ? 'session_output' : launched.killedFor;
+    let limit: LimitName | null = oomKilled
+      ? 'session_memory'
+      : launched.killedFor === 'wall_time'
+        ? wallLimit
+        : launched.killedFor === 'output' && outputBytes < limits.outputBytes
+          ? 'session_output'
+          : launched.killedFor;
     // A fork bomb floods stderr with refused forks: the processes limit is the cause worth naming, not the flood.
     if (limit === 'output' && FORK_FAILED.test(stderrText)) limit = 'processes';
     limit ??= this.inferLimit(exitCode, stderrText, cpuMs, cpuSecs, cpuSecs < limits.commandCpuSecs);
     if (launched.stopped) {
-      return { exit_code: 137, stdout: launched.stdout.toString('utf8'), stderr: `${stderrText}\nsandbox: stopped: the session ended (verified, expired or shut down)\n`, stdout_truncated: launched.stdoutTruncated, stderr_truncated: launched.stderrTruncated, duration_ms: Math.round(launched.durationMs), limit_exceeded: null, cpu_ms: cpuMs };
+      return {
+        exit_code: 137,
+        stdout: launched.stdout.toString('utf8'),
+        stderr: `${stderrText}\nsandbox: stopped: the session ended (verified, expired or shut down)\n`,
+        stdout_truncated: launched.stdoutTruncated,
+        stderr_truncated: launched.stderrTruncated,
+        duration_ms: Math.round(launched.durationMs),
+        limit_exceeded: null,
+        cpu_ms: cpuMs,
+      };
     }
     if (!launched.report && !launched.killedFor) {
       throw new SandboxError(`the sandbox did not report the command's result (stderr: ${stderrText.slice(0, 500)})`);
@@ -125,7 +160,8 @@ export class Sandbox {
     // A command stopped by a session budget used it up (the kernel's CPU accounting can stop a hair short of it).
     if (limit === 'session_cpu_time') this.usage.cpuMs = Math.max(this.usage.cpuMs, limits.sessionCpuSecs * 1000);
     if (limit === 'session_wall_time') this.usage.wallMs = Math.max(this.usage.wallMs, limits.sessionWallSecs * 1000);
-    if (limit === 'session_output') this.usage.outputBytes = Math.max(this.usage.outputBytes, limits.sessionOutputBytes);
+    if (limit === 'session_output')
+      this.usage.outputBytes = Math.max(this.usage.outputBytes, limits.sessionOutputBytes);
     const note = limit ? `\nsandbox: stopped by the ${describeLimit(limit, limits, timeoutMs)}\n` : '';
     return {
       exit_code: exitCode,
@@ -142,7 +178,12 @@ export class Sandbox {
   /** The launcher's rlimits. NPROC counts every process of the uid: bwrap's monitor and the launcher are two more. */
   private rlimits(cpuSecs: number) {
     const limits = this.limits;
-    return { cpu_secs: cpuSecs, memory_bytes: limits.memoryBytes, file_bytes: limits.fileBytes, processes: limits.processes + 2 };
+    return {
+      cpu_secs: cpuSecs,
+      memory_bytes: limits.memoryBytes,
+      file_bytes: limits.fileBytes,
+      processes: limits.processes + 2,
+    };
   }
 
   /**
@@ -151,7 +192,13 @@ export class Sandbox {
    * allocation or the fork fail rather than kill, so those are named from the failure the program reports (its
    * stderr) — the limit itself is enforced by the kernel either way. A full work dir is seen on the tmpfs itself.
    */
-  private inferLimit(exitCode: number, stderr: string, cpuMs: number, cpuSecs: number, sessionBound: boolean): LimitName | null {
+  private inferLimit(
+    exitCode: number,
+    stderr: string,
+    cpuMs: number,
+    cpuSecs: number,
+    sessionBound: boolean,
+  ): LimitName | null {
     if (FORK_FAILED.test(stderr)) return 'processes';
     if (exitCode === 0) return null;
     const cpu: LimitName = sessionBound ? 'session_cpu_time' : 'cpu_time';
@@ -202,7 +249,9 @@ export class Sandbox {
   private async fileOp(op: Record<string, unknown>): Promise<Record<string, unknown>> {
     const launched = await this.launch(op, { timeoutMs: 10_000, outputBytes: 4096 });
     if (!launched.report) {
-      throw new SandboxError(`the sandbox did not answer a ${String(op.op)} (${launched.killedFor ?? 'no report'}; stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`);
+      throw new SandboxError(
+        `the sandbox did not answer a ${String(op.op)} (${launched.killedFor ?? 'no report'}; stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`,
+      );
     }
     return launched.report;
   }
@@ -235,10 +284,16 @@ export class Sandbox {
         env: COMMAND_ENV,
         limits: this.rlimits(this.limits.commandCpuSecs),
       };
-      const launched = await this.launch(op, { timeoutMs: timeoutSecs * 1000, outputBytes: 1024 * 1024, roBinds: [[checkDir, '/check']] });
+      const launched = await this.launch(op, {
+        timeoutMs: timeoutSecs * 1000,
+        outputBytes: 1024 * 1024,
+        roBinds: [[checkDir, '/check']],
+      });
       const report = launched.report ?? {};
       if (!launched.report && !launched.killedFor) {
-        throw new SandboxError(`the sandbox did not report the check's result (stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`);
+        throw new SandboxError(
+          `the sandbox did not report the check's result (stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`,
+        );
       }
       return {
         exit_code: typeof report.exit_code === 'number' ? report.exit_code : 137,
@@ -261,7 +316,14 @@ export class Sandbox {
       this.stopping.add(child);
       child.kill('SIGKILL');
     }
-    await Promise.all([...this.running].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))));
+    await Promise.all(
+      [...this.running].map(
+        (child) =>
+          new Promise<void>((resolve) =>
+            child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+          ),
+      ),
+    );
     // Every process of the session's uid is the session's.
     killProcesses((proc) => proc.uid === this.uid);
   }
@@ -279,15 +341,29 @@ export class Sandbox {
   }
 
   private launch(op: Record<string, unknown>, options: LaunchOptions): Promise<LaunchResult> {
-    if (this.destroyed) return Promise.reject(new SandboxError('the sandbox was destroyed (session verified or expired)'));
+    if (this.destroyed)
+      return Promise.reject(new SandboxError('the sandbox was destroyed (session verified or expired)'));
     const started = performance.now();
-    const args = bwrapArgs({ uid: this.uid, workDir: this.workDir, roBinds: options.roBinds ?? [], programs: this.programs });
+    const args = bwrapArgs({
+      uid: this.uid,
+      workDir: this.workDir,
+      roBinds: options.roBinds ?? [],
+      programs: this.programs,
+    });
     // With a memory cgroup, a root shell joins it first and then becomes setpriv: every process of the command
     // starts inside the cgroup, with no window before a move. The cwd is /, as the session's uid may not be able to
     // enter the server's own (under gym env start, a directory of the installation).
-    const spawnOptions: SpawnOptions = { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH }, cwd: '/' };
+    const spawnOptions: SpawnOptions = {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      env: { PATH: SYSTEM_PATH },
+      cwd: '/',
+    };
     const child = this.cgroup
-      ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args], spawnOptions)
+      ? spawn(
+          '/bin/sh',
+          ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args],
+          spawnOptions,
+        )
       : spawn('setpriv', args, spawnOptions);
     this.running.add(child);
     const stdout = new CappedBuffer();
@@ -327,7 +403,8 @@ export class Sandbox {
         killProcesses((proc) => proc.uid === this.uid && proc.ppid === 1);
         // Whatever still holds a pipe cannot keep this call waiting.
         setTimeout(() => {
-          for (const stream of [child.stdout, child.stderr, reportStream]) (stream as NodeJS.ReadableStream & { destroy(): void }).destroy();
+          for (const stream of [child.stdout, child.stderr, reportStream])
+            (stream as NodeJS.ReadableStream & { destroy(): void }).destroy();
         }, 1000).unref();
       });
       child.once('close', () => {
@@ -337,7 +414,8 @@ export class Sandbox {
         if (reportBytes > 0 && reportBytes <= 1024 * 1024) {
           try {
             const parsed: unknown = JSON.parse(Buffer.concat(reportChunks).toString('utf8'));
-            if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) report = parsed as Record<string, unknown>;
+            if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+              report = parsed as Record<string, unknown>;
           } catch {
             report = undefined;
           }

@@ -41,7 +41,11 @@ export async function removeStaleOwners(baseDir: string): Promise<number> {
     if (pid === undefined || startTime === undefined || ownerAlive(pid, startTime)) continue;
     // A sandbox of the dead owner that escaped --die-with-parent (killed while bwrap was still setting up) runs as
     // the uid its work dir is named after, or still names that dir in its bwrap arguments.
-    const uids = new Set(readdirSync(dir).filter((entry) => /^s\d+$/.test(entry)).map((entry) => Number(entry.slice(1))));
+    const uids = new Set(
+      readdirSync(dir)
+        .filter((entry) => /^s\d+$/.test(entry))
+        .map((entry) => Number(entry.slice(1))),
+    );
     killProcesses((proc) => uids.has(proc.uid) || proc.cmdline.includes(`${dir}/`));
     await unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });

@@ -25,7 +25,9 @@ export function exampleRows(tasksDir = DEFAULT_TASKS_DIR): Array<Record<string, 
     .sort()
     .map((name) => ({
       responses_create_params: {
-        input: [{ role: 'user', content: PREFACE + readFileSync(path.join(tasksDir, name, 'instruction.md'), 'utf8').trim() }],
+        input: [
+          { role: 'user', content: PREFACE + readFileSync(path.join(tasksDir, name, 'instruction.md'), 'utf8').trim() },
+        ],
         tools,
       },
       task_dir: name,
@@ -33,7 +35,11 @@ export function exampleRows(tasksDir = DEFAULT_TASKS_DIR): Array<Record<string, 
 }
 
 export function exampleJsonl(tasksDir = DEFAULT_TASKS_DIR): string {
-  return exampleRows(tasksDir).map((row) => JSON.stringify(row)).join('\n') + '\n';
+  return (
+    exampleRows(tasksDir)
+      .map((row) => JSON.stringify(row))
+      .join('\n') + '\n'
+  );
 }
 
 if (isMainModule(import.meta.url)) {

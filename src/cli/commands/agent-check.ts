@@ -37,7 +37,9 @@ export interface AgentCheckIo {
 export async function agentCheck(cmd: ParsedCommand, io: AgentCheckIo = process): Promise<number> {
   const [raw, ...extra] = cmd.positionals;
   if (raw === undefined) {
-    throw new UsageError('gym agent check needs the base URL of your service, e.g. gym agent check http://localhost:9000');
+    throw new UsageError(
+      'gym agent check needs the base URL of your service, e.g. gym agent check http://localhost:9000',
+    );
   }
   if (extra.length > 0) throw new UsageError(`gym agent check takes one URL; unexpected: ${extra.join(' ')}`);
   let baseUrl: string;
@@ -82,13 +84,16 @@ function readSettings(overrides: readonly string[]): Settings {
   const settings = { ...SETTINGS };
   for (const token of overrides) {
     const match = /^\+{1,2}([A-Za-z_][\w.]*)=(.*)$/s.exec(token);
-    if (!match) throw new UsageError(`gym agent check does not understand '${token}'; it takes +key=value overrides only.`);
+    if (!match)
+      throw new UsageError(`gym agent check does not understand '${token}'; it takes +key=value overrides only.`);
     const [, key, text] = match as unknown as [string, string, string];
     if (!Object.hasOwn(SETTINGS, key)) {
       const hint = closeMatches(key, Object.keys(SETTINGS), 1)[0];
       throw new UsageError(
         `gym agent check has no setting '${key}'.${hint ? ` Did you mean +${hint}?` : ''} ` +
-          `Settings: ${Object.keys(SETTINGS).map((name) => `+${name}`).join(', ')}.`,
+          `Settings: ${Object.keys(SETTINGS)
+            .map((name) => `+${name}`)
+            .join(', ')}.`,
       );
     }
     let value: unknown;
@@ -105,8 +110,12 @@ function readSettings(overrides: readonly string[]): Settings {
       (settings as Record<string, unknown>)[name] = value;
     } else {
       const isCount = name === 'max_steps' || name === 'max_rows';
-      const ok = typeof value === 'number' && Number.isFinite(value) && value > 0 && (!isCount || Number.isInteger(value));
-      if (!ok) throw new UsageError(`+${key} must be ${isCount ? 'an integer ≥ 1' : 'a number of seconds > 0'}, got '${text}'.`);
+      const ok =
+        typeof value === 'number' && Number.isFinite(value) && value > 0 && (!isCount || Number.isInteger(value));
+      if (!ok)
+        throw new UsageError(
+          `+${key} must be ${isCount ? 'an integer ≥ 1' : 'a number of seconds > 0'}, got '${text}'.`,
+        );
       (settings as Record<string, unknown>)[name] = value;
     }
   }

@@ -53,7 +53,9 @@ export async function envStart(cmd: ParsedCommand): Promise<number> {
       );
       return 1;
     }
-    process.stdout.write(`Stopped ${n} server(s)${reason.kind === 'shutdown_requested' ? ' (asked by gym env stop)' : ''}.\n`);
+    process.stdout.write(
+      `Stopped ${n} server(s)${reason.kind === 'shutdown_requested' ? ' (asked by gym env stop)' : ''}.\n`,
+    );
     return 0;
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
@@ -93,7 +95,9 @@ export async function envStatus(cmd: ParsedCommand): Promise<number> {
       `    pid: ${server.pid ?? 'null'}`,
       `    uptime: ${server.uptime_seconds === null ? 'unknown' : formatUptime(server.uptime_seconds)}`,
       ...(server.status === 'success' ? [] : [`    status: ${server.status}`]),
-      ...(server.restarts === undefined ? [] : [`    restarts: ${server.restarts}${server.last_exit ? ` (last exit: ${server.last_exit})` : ''}`]),
+      ...(server.restarts === undefined
+        ? []
+        : [`    restarts: ${server.restarts}${server.last_exit ? ` (last exit: ${server.last_exit})` : ''}`]),
     );
   });
   lines.push('', `${servers.length} servers found (${healthy} healthy, ${servers.length - healthy} unhealthy)`);
@@ -132,7 +136,9 @@ export async function envStop(cmd: ParsedCommand): Promise<number> {
     return 1;
   }
   const names = lookup.instances.map((i) => i.process_name);
-  process.stdout.write(`Stopped the environment at ${head.url}: ${names.length} server(s)${names.length ? ` (${names.join(', ')})` : ''}.\n`);
+  process.stdout.write(
+    `Stopped the environment at ${head.url}: ${names.length} server(s)${names.length ? ` (${names.join(', ')})` : ''}.\n`,
+  );
   return 0;
 }
 
@@ -158,5 +164,12 @@ export function formatTable(instances: readonly InstanceRecord[]): string {
     ...instances.map((i) => [i.process_name, `${i.server_type}/${i.name}`, i.url, String(i.pid ?? '-')]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

@@ -25,7 +25,10 @@ function flag(config: GlobalConfig, key: string): boolean {
   const value = config[key];
   if (value === undefined || value === null) return false;
   if (typeof value === 'boolean') return value;
-  throw new ConfigError(`Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`, 'GYM_CONFIG_VALUE');
+  throw new ConfigError(
+    `Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`,
+    'GYM_CONFIG_VALUE',
+  );
 }
 
 export async function evalRun(cmd: ParsedCommand): Promise<number> {
@@ -46,7 +49,13 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     try {
-      return await collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() });
+      return await collectWithBackend(local, {
+        config,
+        agents,
+        io: collectIO(),
+        signal: abort.signal,
+        resumeCommand: resumeCommandLine(),
+      });
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
@@ -72,7 +81,9 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
     if (interrupted > 1) environment?.kill();
     // First stop recording (in-flight rollouts die with the servers: they are not failures), then stop servers.
     abort.abort();
-    stderrLine('Interrupted: stopping the environment… (the finished rollouts are on disk; rerun with --resume to finish)');
+    stderrLine(
+      'Interrupted: stopping the environment… (the finished rollouts are on disk; rerun with --resume to finish)',
+    );
     void environment?.stop().then(() => process.exit(130));
   };
   process.on('SIGINT', onSignal);
@@ -91,7 +102,16 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
       return new Promise<never>(() => {});
     });
     serverDied.catch(() => undefined); // a late death (after the race is decided) must not crash the process
-    return await Promise.race([collectWithBackend(local, { config, agents, io: collectIO(), signal: abort.signal, resumeCommand: resumeCommandLine() }), serverDied]);
+    return await Promise.race([
+      collectWithBackend(local, {
+        config,
+        agents,
+        io: collectIO(),
+        signal: abort.signal,
+        resumeCommand: resumeCommandLine(),
+      }),
+      serverDied,
+    ]);
   } finally {
     await environment?.stop();
     process.off('SIGINT', onSignal);
@@ -103,14 +123,17 @@ async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
 function resumeCommandLine(): string {
   const args = process.argv.slice(2);
   const resuming = args.some((arg) => arg === '--resume' || /^\+*resume_from_cache=true$/.test(arg));
-  const quoted = [...args.filter((arg) => arg !== '++overwrite=true' && arg !== '+overwrite=true'), ...(resuming ? [] : ['+resume_from_cache=true'])].map(
-    (arg) => (/^[\w@%+=:,./[\]-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`),
-  );
+  const quoted = [
+    ...args.filter((arg) => arg !== '++overwrite=true' && arg !== '+overwrite=true'),
+    ...(resuming ? [] : ['+resume_from_cache=true']),
+  ].map((arg) => (/^[\w@%+=:,./[\]-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`));
   return `gym ${quoted.join(' ')}`;
 }
 
 function describeConfigPaths(config: GlobalConfig): string {
-  return Array.isArray(config.config_paths) && config.config_paths.length > 0 ? config.config_paths.join(', ') : 'the given config';
+  return Array.isArray(config.config_paths) && config.config_paths.length > 0
+    ? config.config_paths.join(', ')
+    : 'the given config';
 }
 
 export async function evalProfile(cmd: ParsedCommand): Promise<number> {

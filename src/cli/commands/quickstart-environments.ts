@@ -47,7 +47,11 @@ export const QUICKSTART_ENVIRONMENTS: readonly QuickstartEnvironment[] = [
     agentName: 'remote_agent',
     exampleData: 'resources_servers/example_session_state_mgmt/data/example.jsonl',
     startService: async (settings) =>
-      startExampleService('examples/counter-planner/index.js', 'startCounterPlannerService', counterServiceOptions(settings)),
+      startExampleService(
+        'examples/counter-planner/index.js',
+        'startCounterPlannerService',
+        counterServiceOptions(settings),
+      ),
   },
   {
     name: 'workplace',
@@ -95,17 +99,25 @@ export function findQuickstartEnvironment(name: string): QuickstartEnvironment |
  * Import an example service's module from the install's compiled tree (`dist/<modulePath>`) and call its start
  * function. A module or export that is missing means a broken install, said in one line.
  */
-async function startExampleService(modulePath: string, exportName: string, options?: unknown): Promise<QuickstartService> {
+async function startExampleService(
+  modulePath: string,
+  exportName: string,
+  options?: unknown,
+): Promise<QuickstartService> {
   const file = path.join(installRoot(), 'dist', modulePath);
   let loaded: Record<string, unknown>;
   try {
     loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new ConfigError(`the example service ${file} could not be loaded (${(error as Error).message.split('\n')[0]}): reinstall tsgym.`);
+    throw new ConfigError(
+      `the example service ${file} could not be loaded (${(error as Error).message.split('\n')[0]}): reinstall tsgym.`,
+    );
   }
   const start = loaded[exportName];
   if (typeof start !== 'function') {
-    throw new ConfigError(`the example service ${file} has no ${exportName}(): the install is incomplete; reinstall tsgym.`);
+    throw new ConfigError(
+      `the example service ${file} has no ${exportName}(): the install is incomplete; reinstall tsgym.`,
+    );
   }
   return (await (start as (options?: unknown) => Promise<QuickstartService>)(options)) as QuickstartService;
 }
@@ -122,7 +134,9 @@ function plannerOnly(settings: GlobalConfig, env: string, solver: string): void 
 function counterServiceOptions(settings: GlobalConfig) {
   const brain = stringSetting(settings, 'brain') ?? 'planner';
   if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai') {
-    throw new ConfigError(`--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`);
+    throw new ConfigError(
+      `--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`,
+    );
   }
   if (brain === 'claude') {
     const model = stringSetting(settings, 'policy_model_name');

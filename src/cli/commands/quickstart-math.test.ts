@@ -20,8 +20,13 @@ describe('gym quickstart --env math', () => {
   });
 
   test('--brain other than the solver is a config error naming the fix', async () => {
-    const run = await runGym(['quickstart', '--env', 'math', '--brain', 'claude'], { cwd: tempDir('gym-quickstart-math-') });
+    const run = await runGym(['quickstart', '--env', 'math', '--brain', 'claude'], {
+      cwd: tempDir('gym-quickstart-math-'),
+    });
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /--env math runs its deterministic solver \(examples\/math-solver\) only; drop --brain claude\./);
+    assert.match(
+      run.stderr,
+      /--env math runs its deterministic solver \(examples\/math-solver\) only; drop --brain claude\./,
+    );
   });
 });

@@ -83,39 +83,47 @@ describe('gym quickstart', () => {
     }
   });
 
-  test('Ctrl-C during the collection stops it and every server at once: exit 130, no result printed', { timeout: 60_000 }, async () => {
-    // A model server that accepts and never answers: every rollout hangs at its first step until Ctrl-C.
-    const sockets = new Set<net.Socket>();
-    const model = net.createServer((socket) => void sockets.add(socket));
-    await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
-    const port = (model.address() as net.AddressInfo).port;
-    const cwd = mkdtempSync(path.join(os.tmpdir(), 'gym-quickstart-int-'));
-    const child = spawn(process.execPath, [GYM, 'quickstart', '--brain', 'openai', '--model-url', `http://127.0.0.1:${port}/v1`, '--model', 'm'], {
-      cwd,
-      env: { ...process.env, OPENAI_API_KEY: 'sk-test' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-    try {
-      const deadline = Date.now() + 20_000;
-      while (sockets.size === 0) {
-        assert.ok(Date.now() < deadline, `no model call within 20 s:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
+  test(
+    'Ctrl-C during the collection stops it and every server at once: exit 130, no result printed',
+    { timeout: 60_000 },
+    async () => {
+      // A model server that accepts and never answers: every rollout hangs at its first step until Ctrl-C.
+      const sockets = new Set<net.Socket>();
+      const model = net.createServer((socket) => void sockets.add(socket));
+      await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+      const port = (model.address() as net.AddressInfo).port;
+      const cwd = mkdtempSync(path.join(os.tmpdir(), 'gym-quickstart-int-'));
+      const child = spawn(
+        process.execPath,
+        [GYM, 'quickstart', '--brain', 'openai', '--model-url', `http://127.0.0.1:${port}/v1`, '--model', 'm'],
+        {
+          cwd,
+          env: { ...process.env, OPENAI_API_KEY: 'sk-test' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+      try {
+        const deadline = Date.now() + 20_000;
+        while (sockets.size === 0) {
+          assert.ok(Date.now() < deadline, `no model call within 20 s:\n${output}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        child.kill('SIGINT');
+        assert.equal(await exited, 130, output);
+        assert.match(output, /Interrupted: stopping everything the quickstart started/);
+        assert.doesNotMatch(output, /^Result: /m);
+        assert.doesNotMatch(output, /\n\s+at /);
+      } finally {
+        child.kill('SIGKILL');
+        for (const socket of sockets) socket.destroy();
+        model.close();
       }
-      child.kill('SIGINT');
-      assert.equal(await exited, 130, output);
-      assert.match(output, /Interrupted: stopping everything the quickstart started/);
-      assert.doesNotMatch(output, /^Result: /m);
-      assert.doesNotMatch(output, /\n\s+at /);
-    } finally {
-      child.kill('SIGKILL');
-      for (const socket of sockets) socket.destroy();
-      model.close();
-    }
-  });
+    },
+  );
 
   test('an unknown brain is a one-paragraph error, exit 1, no stack trace', async () => {
     const run = await runQuickstart(['--brain', 'gpt-17']);

@@ -62,7 +62,9 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
     // Server output goes to the log files only: the quickstart's own lines are the story.
     const running = await startEnvironment(config, { out: discard(), signal: abort.signal });
     environment = running;
-    say(`Environment: ${chosen.displayName} + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`);
+    say(
+      `Environment: ${chosen.displayName} + remote agent ready in ${ms(performance.now() - envStarted)} (logs: ${running.logDir})`,
+    );
     say('');
 
     const { parseCollectionConfig } = await import('../../collect/config.js');
@@ -108,7 +110,9 @@ export async function quickstart(cmd: ParsedCommand): Promise<number> {
         `${failedRetryable + failedTerminal} failed, ${expected - completed - failedRetryable - failedTerminal} missing.`,
     );
     say(`Artefacts: ${path.dirname(output)}/ (rollouts, failures, materialized inputs, aggregate metrics, profile).`);
-    say(`Done in ${ms(performance.now() - started)}. Next: run your own service in the three-terminal flow (README, "Drive your own agent").`);
+    say(
+      `Done in ${ms(performance.now() - started)}. Next: run your own service in the three-terminal flow (README, "Drive your own agent").`,
+    );
     return collected !== 0 ? collected : completed === expected ? 0 : 1;
   } catch (err) {
     if (abort.signal.aborted) return 130;
@@ -174,7 +178,9 @@ function describeItem(item: TrajectoryItem): string {
       return `function_call_output  ${typeof item.output === 'string' ? item.output : JSON.stringify(item.output)}`;
     case 'message': {
       const content = Array.isArray(item.content)
-        ? (item.content as Array<{ text?: unknown; refusal?: unknown }>).map((part) => part.text ?? part.refusal ?? '').join('')
+        ? (item.content as Array<{ text?: unknown; refusal?: unknown }>)
+            .map((part) => part.text ?? part.refusal ?? '')
+            .join('')
         : String(item.content ?? '');
       return `message               ${JSON.stringify(content)}`;
     }

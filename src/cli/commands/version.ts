@@ -13,6 +13,9 @@ export async function version(cmd: ParsedCommand): Promise<number> {
     system: { os: os.type(), platform: process.platform, architecture: process.arch, cpus: os.cpus().length },
   };
   if (cmd.overrides.includes('+json=true')) process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
-  else process.stdout.write(`tsgym ${info.tsgym} (node ${info.node}, ${info.system.platform}-${info.system.architecture})\n`);
+  else
+    process.stdout.write(
+      `tsgym ${info.tsgym} (node ${info.node}, ${info.system.platform}-${info.system.architecture})\n`,
+    );
   return 0;
 }

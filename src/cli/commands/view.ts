@@ -22,8 +22,10 @@ export interface ViewIo {
 
 export async function view(cmd: ParsedCommand, io: ViewIo = process): Promise<number> {
   const [file, other, ...extra] = cmd.positionals;
-  if (file === undefined) throw new UsageError('gym view needs the rollouts file, e.g. gym view results/rollouts.jsonl');
-  if (extra.length > 0) throw new UsageError(`gym view takes one rollouts file, or two to compare; unexpected: ${extra.join(' ')}`);
+  if (file === undefined)
+    throw new UsageError('gym view needs the rollouts file, e.g. gym view results/rollouts.jsonl');
+  if (extra.length > 0)
+    throw new UsageError(`gym view takes one rollouts file, or two to compare; unexpected: ${extra.join(' ')}`);
   const settings = readSettings(cmd.overrides);
 
   const { startViewServer } = await import('../../view/server.js');
@@ -32,7 +34,10 @@ export async function view(cmd: ParsedCommand, io: ViewIo = process): Promise<nu
     ...(other !== undefined ? { comparePath: other } : {}),
     host: settings.host,
     port: settings.port,
-    onError: (err) => void io.stderr.write(`gym view: ${settings.verbose && err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`),
+    onError: (err) =>
+      void io.stderr.write(
+        `gym view: ${settings.verbose && err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      ),
   });
   if (other !== undefined) io.stdout.write(`Comparing ${file} (A) with ${other} (B) at ${server.url}/compare\n`);
   else io.stdout.write(`Viewing ${file} at ${server.url}\n`);
@@ -65,7 +70,9 @@ function readSettings(overrides: readonly string[]): Settings {
     if (!Object.hasOwn(SETTINGS, key)) {
       const hint = closeMatches(key, Object.keys(SETTINGS), 1)[0];
       throw new UsageError(
-        `gym view has no setting '${key}'.${hint ? ` Did you mean +${hint}?` : ''} Settings: ${Object.keys(SETTINGS).map((name) => `+${name}`).join(', ')}.`,
+        `gym view has no setting '${key}'.${hint ? ` Did you mean +${hint}?` : ''} Settings: ${Object.keys(SETTINGS)
+          .map((name) => `+${name}`)
+          .join(', ')}.`,
       );
     }
     let value: unknown;
@@ -80,7 +87,8 @@ function readSettings(overrides: readonly string[]): Settings {
       }
       settings.port = value;
     } else if (key === 'host') {
-      if (typeof value !== 'string' || value === '') throw new UsageError(`+host must be a host name or address such as 127.0.0.1, got '${text}'.`);
+      if (typeof value !== 'string' || value === '')
+        throw new UsageError(`+host must be a host name or address such as 127.0.0.1, got '${text}'.`);
       settings.host = value;
     } else {
       if (typeof value !== 'boolean') throw new UsageError(`+${key} must be true or false, got '${text}'.`);

@@ -21,7 +21,9 @@ export async function worker(cmd: ParsedCommand): Promise<number> {
   const onSignal = (): void => {
     signals++;
     if (signals > 1) {
-      log(`worker ${settings.id}: second interrupt, leaving now; unfinished jobs go to another worker once their lock expires.`);
+      log(
+        `worker ${settings.id}: second interrupt, leaving now; unfinished jobs go to another worker once their lock expires.`,
+      );
       process.exit(130);
     }
     void running.stop();
