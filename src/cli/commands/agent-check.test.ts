@@ -39,7 +39,7 @@ describe('gym agent check <url>', () => {
     assert.equal(lines[0], `gym agent check ${service.url}/v1/responses`, 'the trailing slash is dropped');
     const checkLines = lines.slice(1, -2);
     assert.equal(checkLines.length, 15);
-    for (const line of checkLines) assert.match(line, /^PASS  [a-z-]+ +\S/);
+    for (const line of checkLines) assert.match(line, /^PASS {2}[a-z-]+ +\S/);
     assert.match(
       lines.at(-2)!,
       /^Summary: 15 passed, 0 warnings, 0 failed\. \d+ calls, p50 [\d.]+ ms, max [\d.]+ ms\.$/,
@@ -67,13 +67,13 @@ describe('gym agent check <url>', () => {
       assert.equal(code, 1);
       assert.match(
         out,
-        /^FAIL  http-reply +conversation call 1: HTTP 500: kaboom \(\+3 more\)\. Fix: Answer POST \/v1\/responses with HTTP 200/m,
+        /^FAIL {2}http-reply +conversation call 1: HTTP 500: kaboom \(\+3 more\)\. Fix: Answer POST \/v1\/responses with HTTP 200/m,
       );
       assert.match(
         out,
-        /^FAIL  conversation +could not go on after call 1: see http-reply\. Fix: Fix the http-reply failure/m,
+        /^FAIL {2}conversation +could not go on after call 1: see http-reply\. Fix: Fix the http-reply failure/m,
       );
-      assert.match(out, /^SKIP  cookies +no successful conversation to judge\.$/m);
+      assert.match(out, /^SKIP {2}cookies +no successful conversation to judge\.$/m);
       assert.match(out, /Not ready: fix the FAIL lines above before a big run\.\n$/);
     } finally {
       await broken.close();
@@ -119,7 +119,7 @@ describe('gym agent check <url>', () => {
     assert.equal(inProcess.code, 0, inProcess.out);
     assert.match(
       inProcess.out,
-      /^PASS  row-probes +2 rows: 2 asked for declared tools with matching arguments, 0 answered\.$/m,
+      /^PASS {2}row-probes +2 rows: 2 asked for declared tools with matching arguments, 0 answered\.$/m,
     );
 
     const gym = fileURLToPath(new URL('../../../../bin/gym.js', import.meta.url));
@@ -129,7 +129,7 @@ describe('gym agent check <url>', () => {
       );
     });
     assert.equal(cli.code, 0, cli.stdout);
-    assert.match(cli.stdout, /^PASS  row-probes +5 rows: 5 asked/m);
+    assert.match(cli.stdout, /^PASS {2}row-probes +5 rows: 5 asked/m);
     assert.match(cli.stdout, /^Summary: 14 passed, 0 warnings, 0 failed, 2 skipped\./m);
   });
 
@@ -171,7 +171,7 @@ describe('gym agent check --api-key-env / --ca-file (through the CLI)', () => {
   test('without the CA: reachable fails naming --ca-file; with a wrong token: 401 naming --api-key-env, value masked', async () => {
     const noCa = await runGym(['agent', 'check', service.url, '--api-key-env', 'CHECK_TOKEN'], { cwd: dir, env });
     assert.equal(noCa.code, 1);
-    assert.match(noCa.stdout, /^FAIL  reachable .*TLS failed .*pass --ca-file PATH/m);
+    assert.match(noCa.stdout, /^FAIL {2}reachable .*TLS failed .*pass --ca-file PATH/m);
     const wrong = await runGym(
       ['agent', 'check', service.url, '--ca-file', ca.caFile, '--api-key-env', 'CHECK_TOKEN'],
       {
