@@ -7,8 +7,8 @@ const LAYERS = [
   ['src/contract/'],
   ['src/http/'],
   ['src/config/'],
-  ['src/metrics/'],
   ['src/runfiles/'],
+  ['src/metrics/'],
   ['src/counter/'],
   ['src/server/'],
   // The two kits and the test doubles: each stands on the layers below, never on one another.
