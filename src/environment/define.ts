@@ -105,7 +105,12 @@ export interface FunctionToolSchema {
   strict: boolean;
 }
 
-/** A checked environment definition: serve it with `createEnvironmentServer`, `serveEnvironment` or `runEnvironment`. */
+/**
+ * A checked environment definition: serve it with `createEnvironmentServer`, `serveEnvironment` or `runEnvironment`.
+ * The bare `Environment` (all `unknown`) accepts every typed one because the spec's callbacks that take `SeedRow` or
+ * `State` (`createState`, `tools`, `dispose`, `verify`) are declared as methods, whose parameters TypeScript compares
+ * both ways; keep them methods, or `Environment<Row, State>` stops being an `Environment`.
+ */
 export interface Environment<SeedRow = unknown, State = unknown, VerifyRow = unknown> {
   readonly name: string;
   readonly className: string;
