@@ -18,4 +18,9 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
+  {
+    // CommonJS config files (.dependency-cruiser.cjs) run under Node's CommonJS loader.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'readonly', require: 'readonly' } },
+  },
 );

@@ -44,13 +44,30 @@ async function post(
   return { text: await res.body.text(), cookie: first ? first.slice(0, first.indexOf(';')) : cookie };
 }
 
+/** The few wire fields the floor reads; it parses without validating, as the comment above says. */
+interface FloorItem {
+  type: string;
+}
+interface FloorCall extends FloorItem {
+  type: 'function_call';
+  name: string;
+  arguments: string;
+  call_id: string;
+}
+interface FloorResponse {
+  output: FloorItem[];
+}
+interface FloorRow {
+  responses_create_params: { input: unknown[] };
+}
+
 async function rollout(line: string, options: FloorOptions): Promise<number> {
-  const row = JSON.parse(line);
+  const row = JSON.parse(line) as FloorRow;
   const params = row.responses_create_params;
   let envCookie = (await post(`${options.envUrl}/seed_session`, line, undefined)).cookie;
   let serviceCookie: string | undefined;
-  const items: any[] = [];
-  let last: any;
+  const items: unknown[] = [];
+  let last: FloorResponse | undefined;
   for (let step = 0; step < 1000; step++) {
     const reply = await post(
       `${options.serviceUrl}/v1/responses`,
@@ -58,9 +75,9 @@ async function rollout(line: string, options: FloorOptions): Promise<number> {
       serviceCookie,
     );
     serviceCookie = reply.cookie;
-    last = JSON.parse(reply.text);
+    last = JSON.parse(reply.text) as FloorResponse;
     items.push(...last.output);
-    const calls = last.output.filter((item: any) => item.type === 'function_call');
+    const calls = last.output.filter((item): item is FloorCall => item.type === 'function_call');
     if (calls.length === 0) break;
     for (const call of calls) {
       const tool = await post(`${options.envUrl}/${call.name}`, call.arguments, envCookie);
@@ -73,7 +90,7 @@ async function rollout(line: string, options: FloorOptions): Promise<number> {
     JSON.stringify({ ...row, response: { ...last, output: items } }),
     envCookie,
   );
-  return JSON.parse(verified.text).reward;
+  return (JSON.parse(verified.text) as { reward: number }).reward;
 }
 
 async function runFloorHere(options: FloorOptions): Promise<FloorResult> {

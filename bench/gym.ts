@@ -99,7 +99,7 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
     await waitForLine(child, READY, 60_000);
   } catch (err) {
     await stop(child);
-    throw new Error(`gym env start did not become ready: ${(err as Error).message}\n${tail()}`);
+    throw new Error(`gym env start did not become ready: ${(err as Error).message}\n${tail()}`, { cause: err });
   }
   const startupMs = performance.now() - spawnedAt;
   const lookup = await fetchServerInstances(`http://127.0.0.1:${headPort}`);

@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { ResponseObject } from '../../src/contract/index.js';
 import { request } from '../../src/http/client.js';
 import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
 import { buildPrompt, parseEnvelope } from './brain.js';
@@ -64,7 +65,8 @@ describe('claude-cli service with a fake claude on PATH', () => {
         timeoutMs: 10_000,
       });
       assert.equal(res.status, 200, res.text());
-      const body = res.json() as Record<string, any>;
+      const body = res.json() as ResponseObject;
+      const usage = body.usage!;
       assert.equal(invocations()[0]![5], 'sonnet');
       assert.equal(body.model, 'claude-cli (sonnet)');
       assert.deepEqual(
@@ -74,9 +76,9 @@ describe('claude-cli service with a fake claude on PATH', () => {
           ['function_call', 'increment_counter', '{"count":2}'],
         ],
       );
-      assert.equal(body.usage.input_tokens_details.cached_tokens, 7);
-      assert.ok(body.usage.input_tokens > 7, 'cache reads are part of the input tokens');
-      assert.equal(body.usage.total_tokens, body.usage.input_tokens + body.usage.output_tokens);
+      assert.equal(usage.input_tokens_details.cached_tokens, 7);
+      assert.ok(usage.input_tokens > 7, 'cache reads are part of the input tokens');
+      assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
     } finally {
       await service.close();
     }

@@ -34,7 +34,7 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
   const base = options.modelUrl.replace(/\/+$/, '');
   const api = options.api ?? 'chat';
   const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-  const call = async (path: string, body: unknown, signal: AbortSignal): Promise<Record<string, any>> => {
+  const call = async (path: string, body: unknown, signal: AbortSignal): Promise<unknown> => {
     const res = await request(`${base}${path}`, {
       method: 'POST',
       json: body,
@@ -45,7 +45,7 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
     if (res.status < 200 || res.status >= 300) {
       throw new Error(`the model server answered HTTP ${res.status} at ${base}${path}: ${excerpt(res.text())}`);
     }
-    return res.json() as Record<string, any>;
+    return res.json();
   };
 
   return async (conversation, tools, ctx) => {
@@ -55,11 +55,11 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
         { model: options.model, input: toResponsesInput(conversation), tools },
         ctx.signal,
       );
-      return fromResponsesReply(reply);
+      return fromResponsesReply(reply as ResponsesReply);
     }
     const body: Record<string, unknown> = { model: options.model, messages: toChatMessages(conversation) };
     if (tools.length > 0) body.tools = toChatTools(tools);
-    return fromChatReply(await call('/chat/completions', body, ctx.signal));
+    return fromChatReply((await call('/chat/completions', body, ctx.signal)) as ChatReply);
   };
 }
 
@@ -114,7 +114,21 @@ export function toChatMessages(conversation: readonly ConversationItem[]): ChatM
   return messages;
 }
 
-export function fromChatReply(reply: Record<string, any>): Decision {
+/**
+ * A /chat/completions reply as far as this brain reads it. Every field is optional and unchecked: the model server
+ * is outside our control, so each read below tolerates a missing or wrong-typed value.
+ */
+export interface ChatReply {
+  choices?: { message?: { content?: unknown; tool_calls?: unknown } }[];
+  usage?: {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown };
+    completion_tokens_details?: { reasoning_tokens?: unknown };
+  };
+}
+
+export function fromChatReply(reply: ChatReply): Decision {
   const message = reply.choices?.[0]?.message;
   if (!message) throw new Error(`the model's reply has no choices[0].message: ${excerpt(JSON.stringify(reply))}`);
   const usage: TokenUsage = {
@@ -142,8 +156,19 @@ export function toResponsesInput(conversation: readonly ConversationItem[]): unk
   return conversation.map(({ id: _id, status: _status, ...rest }) => rest);
 }
 
-export function fromResponsesReply(reply: Record<string, any>): Decision {
-  const output: Record<string, any>[] = Array.isArray(reply.output) ? reply.output : [];
+/** A /responses reply as far as this brain reads it; unchecked, like {@link ChatReply}. */
+export interface ResponsesReply {
+  output?: unknown;
+  usage?: {
+    input_tokens?: unknown;
+    output_tokens?: unknown;
+    input_tokens_details?: { cached_tokens?: unknown };
+    output_tokens_details?: { reasoning_tokens?: unknown };
+  };
+}
+
+export function fromResponsesReply(reply: ResponsesReply): Decision {
+  const output: ConversationItem[] = Array.isArray(reply.output) ? (reply.output as ConversationItem[]) : [];
   const usage: TokenUsage = {
     inputTokens: count(reply.usage?.input_tokens),
     outputTokens: count(reply.usage?.output_tokens),

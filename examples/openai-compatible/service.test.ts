@@ -5,7 +5,7 @@ import { INCREMENT_COUNTER_TOOL } from '../../src/counter/tools.js';
 import { request } from '../../src/http/client.js';
 import { serve, type RunningService } from '../../src/service/index.js';
 import { assertAgentCheckPasses, DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
-import { startFakeModelServer } from '../../test/support/fake-model-server.js';
+import { startFakeModelServer, type RecordedItem } from '../../test/support/fake-model-server.js';
 import { createOpenAiDecide, toChatMessages } from './brain.js';
 
 const TASK = {
@@ -58,24 +58,24 @@ describe('openai-compatible service against a fake model server', () => {
     assert.equal(first.path, '/v1/chat/completions');
     assert.equal(first.headers.authorization, 'Bearer sk-test');
     assert.equal(first.body.model, 'fake-model');
-    assert.deepEqual(first.body.tools[0], {
+    assert.deepEqual(first.body.tools![0], {
       type: 'function',
       function: { name: 'increment_counter', parameters: INCREMENT_COUNTER_TOOL.parameters },
     });
-    const third = model.requests[2]!.body.messages as any[];
+    const third = model.requests[2]!.body.messages!;
     assert.deepEqual(
       third.map((m) => m.role),
       ['user', 'assistant', 'tool', 'tool', 'assistant', 'tool'],
     );
     assert.deepEqual(
-      third[1].tool_calls.map((c: any) => [c.function.name, c.function.arguments]),
+      third[1]!.tool_calls!.map((c) => [c.function.name, c.function.arguments]),
       [
         ['increment_counter', '{"count":1}'],
         ['increment_counter', '{"count":2}'],
       ],
     );
-    assert.equal(third[2].tool_call_id, third[1].tool_calls[0].id);
-    assert.equal(third[5].content, '{"count":6}');
+    assert.equal(third[2]!.tool_call_id, third[1]!.tool_calls![0]!.id);
+    assert.equal(third[5]!.content, '{"count":6}');
   });
 
   test("chat API: the model's own usage is reported in the Responses usage", async () => {
@@ -96,13 +96,13 @@ describe('openai-compatible service against a fake model server', () => {
       await assertAgentCheckPasses(service.url);
     });
     assert.ok(model.requests.every((r) => r.path === '/v1/responses'));
-    const later = model.requests[1]!.body.input as any[];
+    const later = model.requests[1]!.body.input as RecordedItem[];
     assert.deepEqual(
       later.map((item) => item.type ?? 'message'),
       ['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output'],
     );
     assert.ok(later.every((item) => !('id' in item)));
-    assert.equal(model.requests[0]!.body.tools[0].name, 'increment_counter');
+    assert.equal(model.requests[0]!.body.tools![0]!.name, 'increment_counter');
   });
 
   test('a model server error answers HTTP 500 naming the status and the message', async () => {

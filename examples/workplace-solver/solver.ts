@@ -13,7 +13,29 @@ import { toolHistory, userMessages, type Decide, type ToolCall } from '../../src
  * sub-tasks' next calls go out together, so a rollout takes as many turns as its longest sub-task has steps.
  */
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+
+/** The fields of the environment's tool outputs the scripts read (what its tools document, not validated here). */
+interface Contact {
+  name: string;
+  email: string;
+}
+interface CalendarEvent {
+  id: string;
+  title: string;
+  start: string;
+  end: string;
+  attendees: string[];
+  location: string;
+}
+interface OfficeTask {
+  id: string;
+  title: string;
+}
+interface EmailSummary {
+  id: string;
+  from: string;
+}
 
 /** Thrown by `ask` when the call's result is not in the conversation yet. */
 class Pending {
@@ -60,17 +82,17 @@ function one<T>(items: T[], what: string): T {
   return items[0]!;
 }
 
-function contactNamed(ask: Ask, name: string): { name: string; email: string } {
+function contactNamed(ask: Ask, name: string): Contact {
   const { contacts } = ask('find_contacts', { query: name });
   return one(
-    (contacts as Json[]).filter((contact) => norm(contact.name) === norm(name)),
+    (contacts as Contact[]).filter((contact) => norm(contact.name) === norm(name)),
     `contact named ${name}`,
-  ) as { name: string; email: string };
+  );
 }
 
-function eventsTitled(ask: Ask, title: string, date?: string): Json[] {
+function eventsTitled(ask: Ask, title: string, date?: string): CalendarEvent[] {
   const { events } = ask('list_events', { query: title, ...(date ? { start_date: date, end_date: date } : {}) });
-  return (events as Json[]).filter((event) => norm(event.title) === norm(title));
+  return (events as CalendarEvent[]).filter((event) => norm(event.title) === norm(title));
 }
 
 const DAY = String.raw`\w+ \((\d{4}-\d{2}-\d{2})\)`;
@@ -153,7 +175,7 @@ const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Sc
       (ask) => {
         const { tasks } = ask('list_tasks', { status: 'all' });
         const task = one(
-          (tasks as Json[]).filter((t) => norm(t.title) === norm(title!)),
+          (tasks as OfficeTask[]).filter((t) => norm(t.title) === norm(title!)),
           `task ${title}`,
         );
         ask('complete_task', { task_id: task.id });
@@ -167,7 +189,7 @@ const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Sc
       (ask) => {
         const person = contactNamed(ask, name!);
         const { emails } = ask('search_emails', { from: name, limit: 50 });
-        const latest = (emails as Json[]).filter((e) => norm(e.from) === norm(person.email))[0];
+        const latest = (emails as EmailSummary[]).filter((e) => norm(e.from) === norm(person.email))[0];
         if (!latest) throw new Stuck(`no e-mail from ${name}`);
         const email = ask('read_email', { email_id: latest.id });
         const request = new RegExp(String.raw`task "(.+?)".*?due ${DAY}`, 's').exec(String(email.body));

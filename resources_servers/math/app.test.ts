@@ -18,7 +18,7 @@ function verifyBody(output: unknown[], extra: Record<string, unknown> = { expect
 
 async function post(base: string, path: string, body: unknown) {
   const res = await request(`${base}${path}`, { method: 'POST', json: body, timeoutMs: 5_000 });
-  return { status: res.status, body: res.json() as Record<string, any> };
+  return { status: res.status, body: res.json() as Record<string, unknown> };
 }
 
 describe('math environment over HTTP', () => {
@@ -159,8 +159,9 @@ describe('math environment over HTTP', () => {
         extraction_strategy: null,
       },
     ];
-    const { status, body } = await post(withCalculator.url, '/aggregate_metrics', { verify_responses: rows });
+    const { status, body: reply } = await post(withCalculator.url, '/aggregate_metrics', { verify_responses: rows });
     assert.equal(status, 200);
+    const body = reply as { agent_metrics: Record<string, unknown> };
     assert.equal(body.agent_metrics['match_reason/numeric_equal'], 0.5);
     assert.equal(body.agent_metrics['match_reason/no_answer_found'], 0.5);
     assert.equal(body.agent_metrics['extraction_strategy/boxed'], 0.5);

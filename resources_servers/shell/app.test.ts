@@ -37,6 +37,28 @@ function readableBy(uid: number, file: string): boolean {
 }
 
 /** One rollout's view of the environment: its own cookie jar, JSON in and out. */
+/** The fields of each route's 200 answer that these tests read (what resources_servers/shell/app.ts returns). */
+interface ShellReplies {
+  seed_session: Record<string, unknown>;
+  list_dir: { entries: { name: string; type: string }[] };
+  run_command: { exit_code: number; stdout: string; stderr: string; limit_exceeded?: string };
+  verify: {
+    reward: number;
+    checks_passed: number;
+    checks_total: number;
+    commands_run: number;
+    sandbox_seconds: number;
+    check_error?: string;
+  };
+}
+
+/** What GET / reports about the sandbox host. */
+interface ShellStatus {
+  sandboxes_live: number;
+  stale_sandbox_dirs_removed_at_start: number;
+  memory_cgroup: string | null;
+}
+
 class Session {
   readonly jar = new CookieJar();
   constructor(private readonly url: string) {}
@@ -45,10 +67,10 @@ class Session {
     return request(`${this.url}/${route}`, { method: 'POST', json: body, jar: this.jar, timeoutMs });
   }
 
-  async call(route: string, body: unknown): Promise<any> {
+  async call<R extends keyof ShellReplies>(route: R, body: unknown): Promise<ShellReplies[R]> {
     const reply = await this.post(route, body);
     assert.equal(reply.status, 200, `${route}: ${reply.text()}`);
-    return reply.json();
+    return reply.json() as ShellReplies[R];
   }
 }
 
@@ -58,7 +80,8 @@ const verifyBody = (row: Record<string, unknown>) => ({
   responses_create_params: params(),
   response: placeholderResponse(),
 });
-const status = async (url: string): Promise<any> => (await request(`${url}/`, { timeoutMs: 5000 })).json();
+const status = async (url: string): Promise<ShellStatus> =>
+  (await request(`${url}/`, { timeoutMs: 5000 })).json() as ShellStatus;
 
 describe('shell environment over HTTP', { skip: unavailable }, () => {
   let url: string;
@@ -96,7 +119,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     await session.call('seed_session', { task });
     assert.equal((await status(url)).sandboxes_live, 1);
     assert.deepEqual(
-      (await session.call('list_dir', {})).entries.map((e: { name: string; type: string }) => [e.name, e.type]),
+      (await session.call('list_dir', {})).entries.map((e) => [e.name, e.type]),
       [['data', 'dir']],
     );
     const ran = await session.call('run_command', {
@@ -177,7 +200,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     await session.call('seed_session', { task: silent });
     const verified = await session.call('verify', verifyBody({ task: silent }));
     assert.deepEqual([verified.reward, verified.checks_total], [0, 0]);
-    assert.match(verified.check_error, /no PASS\/FAIL line/);
+    assert.match(String(verified.check_error), /no PASS\/FAIL line/);
   });
 
   test('every example task fails its check when nothing is done (the tasks are not free)', async () => {

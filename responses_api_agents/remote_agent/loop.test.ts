@@ -464,11 +464,10 @@ describe('D. tool execution', () => {
 
   test('D12 / U19: an unreachable environment during a tool call fails at once, naming the resources server and its URL', async () => {
     const requests: EnvRequest[] = [];
-    let env: Awaited<ReturnType<typeof listenEnv>>;
     const app = new App()
       .post('/seed_session', () => ({ body: {} }))
       .post('/verify', () => ({ body: { reward: 1.0 } }));
-    env = await listenEnv(app, 'flaky_env', requests);
+    const env = await listenEnv(app, 'flaky_env', requests);
     const h = await startHarness({
       env,
       config: { run_timeout_secs: 30 },

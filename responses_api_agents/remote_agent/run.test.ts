@@ -10,7 +10,6 @@ import {
   reply,
   responseObject,
   toolAsk,
-  type ServiceCall,
 } from '../../src/testing/index.js';
 import { Environment } from './resources-client.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
@@ -120,7 +119,7 @@ describe('I. Gym-side failures', () => {
     const app = new App()
       .post('/seed_session', () => ({ body: {} }))
       .post('/verify', (req) => {
-        const body = req.json() as Record<string, any>;
+        const body = req.json() as Record<string, unknown>;
         // Like a NeMo Gym environment whose verify model declares only some fields: no answer key, no bulky input.
         verifyResponse = {
           responses_create_params: body.responses_create_params,

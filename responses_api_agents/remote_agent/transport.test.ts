@@ -11,16 +11,17 @@ import {
   toolAsk,
 } from '../../src/testing/index.js';
 import { retryAfterMs } from './service-client.js';
-import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
+import { basicRow, startHarness, type Harness, type RunResult } from '../../test/support/remote-agent.js';
 
 /** Rows of failed rollouts: non-terminal unless said, and the environment's /verify never called. */
-function assertFailed(h: Harness, result: Record<string, any>, text: RegExp | string, terminal = false): void {
+function assertFailed(h: Harness, result: RunResult, text: RegExp | string, terminal = false): void {
   assert.equal(result.reward, 0.0);
   assert.equal(result._ng_failure_class, 'remote_agent_error');
   assert.equal(result._ng_failure_terminal, terminal ? true : undefined);
   assert.equal(result._ng_no_persist, undefined);
-  if (typeof text === 'string') assert.ok(result.error.includes(text), `error was: ${result.error}`);
-  else assert.match(result.error, text);
+  const error = result.error!;
+  if (typeof text === 'string') assert.ok(error.includes(text), `error was: ${error}`);
+  else assert.match(error, text);
   assert.equal(result.response.id, 'remote_agent_failure');
   assert.deepEqual(
     h.env.to('/verify').map((r) => r.path),

@@ -20,7 +20,22 @@ import { assertCheck } from './report-assertions.js';
  * mistake each. Every broken service must fail (or warn) under the check that names its mistake.
  */
 
-type Body = Record<string, any>;
+/** An output item as these tests build and then deliberately break it (e.g. `arguments` turned into an object). */
+interface Item {
+  type?: string;
+  name?: string;
+  call_id?: string;
+  arguments?: unknown;
+  content?: { text: string; [key: string]: unknown }[];
+  [key: string]: unknown;
+}
+
+/** A Responses object as these tests build and break it: `output` and `usage` are what they edit. */
+interface Body {
+  output: Item[];
+  usage: Record<string, unknown>;
+  [key: string]: unknown;
+}
 const planner = createCounterPlanner();
 
 /** What a correct service answers: the counter planner's decision in the kit's shapes. */
@@ -31,11 +46,11 @@ async function correct(call: ServiceCall): Promise<Body> {
     brainName: 'scripted',
     tools,
     parallelToolCalls: true,
-  }) as Body;
+  }) as unknown as Body;
 }
 
 const isFirstCall = (call: ServiceCall): boolean =>
-  Array.isArray(call.body.input) ? !call.body.input.some((item: Body) => item.type === 'function_call_output') : true;
+  Array.isArray(call.body.input) ? !call.body.input.some((item) => item.type === 'function_call_output') : true;
 
 async function check(handler: ServiceHandler, options: AgentCheckOptions = {}): Promise<AgentCheckReport> {
   const service = await startScriptedService(handler);
@@ -86,7 +101,8 @@ describe('gym agent check', () => {
   test('arguments sent as an object → arguments FAIL naming the item', async () => {
     const report = await check(async (call) => {
       const body = await correct(call);
-      for (const item of body.output) if (item.type === 'function_call') item.arguments = JSON.parse(item.arguments);
+      for (const item of body.output)
+        if (item.type === 'function_call') item.arguments = JSON.parse(item.arguments as string);
       return body;
     });
     assertCheck(report, 'arguments', 'fail', /output\[0\]\.arguments is an object, not JSON text/);
@@ -96,7 +112,7 @@ describe('gym agent check', () => {
   test('arguments that are JSON but not an object → arguments FAIL', async () => {
     const report = await check(async (call) => {
       const body = await correct(call);
-      if (isFirstCall(call)) body.output[0].arguments = '[1]';
+      if (isFirstCall(call)) body.output[0]!.arguments = '[1]';
       return body;
     });
     assertCheck(report, 'arguments', 'fail', /output\[0\]\.arguments is JSON an array, not an object/);
@@ -186,7 +202,7 @@ describe('gym agent check', () => {
   test('an unpaired call next to an output for another call_id (a tool it says it ran) → pairing FAIL', async () => {
     const report = await check(async (call) => {
       const body = await correct(call);
-      if (isFirstCall(call) && body.output[0].name === 'increment_counter') {
+      if (isFirstCall(call) && body.output[0]!.name === 'increment_counter') {
         body.output.push(functionCallOutput('call_ran_myself', '{"success":true}'));
       }
       return body;
@@ -252,12 +268,12 @@ describe('gym agent check', () => {
     const solved = new Map<string, string>();
     const report = await check(async (call) => {
       const input = normalizeInput(call.body.input);
-      const task = String((input[0] as Body).content);
+      const task = String(input[0]!.content);
       const remembered = solved.get(task);
       if (remembered && isFirstCall(call)) return { ...correctShell(), output: [assistant(remembered)] };
       const body = await correct(call);
-      const final = body.output.find((item: Body) => item.type === 'message');
-      if (final) solved.set(task, final.content[0].text);
+      const final = body.output.find((item) => item.type === 'message');
+      if (final) solved.set(task, final.content![0]!.text);
       return reply.json(body, { setCookies: ['sid=fixed; Path=/'] });
     });
     assertCheck(
@@ -328,7 +344,7 @@ function correctShell(): Body {
   };
 }
 
-function assistant(text: string): Body {
+function assistant(text: string): Item {
   return {
     type: 'message',
     id: 'msg_x',

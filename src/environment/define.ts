@@ -64,13 +64,13 @@ export interface EnvironmentSpec<SeedRow, State, VerifyRow> {
   /** The row fields the seed needs (the whole row is sent; unknown keys are ignored). Default: none. */
   seedRow?: z.ZodType<SeedRow>;
   /** Builds the session's state from the seeded row. Omit it for a stateless environment. */
-  createState?: (row: SeedRow, ctx: { sessionId: string }) => State | Promise<State>;
+  createState?(row: SeedRow, ctx: { sessionId: string }): State | Promise<State>;
   /** The state a tool call gets on a session that was never seeded. Omit it to answer such calls 409. */
   initialState?: () => State;
   /** A second /seed_session on a session with state: `replace` it (default, the old one is disposed) or `keep` it. */
   reseed?: 'replace' | 'keep';
   /** The tools, one POST route each: `(tool) => ({ name: tool({ description, input, run }) })`. */
-  tools?: (tool: ToolFactory<State>) => Record<string, ToolSpec<any, State>>;
+  tools?(tool: ToolFactory<State>): Record<string, ToolSpec<unknown, State>>;
   /** The row fields the verifier needs, validated at /verify (a missing one answers 422 naming it). */
   verifyRow?: z.ZodType<VerifyRow>;
   /** Scores the finished trajectory. The session's state is dropped (and disposed) once it returns. */
@@ -84,7 +84,7 @@ export interface EnvironmentSpec<SeedRow, State, VerifyRow> {
    * Releases what a state holds (a sandbox, a file) when its session is verified, expires, is re-seeded or the
    * server stops. Runs after the reply; a throw or rejection is logged, never sent to a client.
    */
-  dispose?: (state: State, reason: DisposeReason) => void | Promise<void>;
+  dispose?(state: State, reason: DisposeReason): void | Promise<void>;
   /**
    * Extra aggregate metrics over all rollouts grouped by task; the returned entries are merged into (and may
    * replace) the defaults in `agent_metrics`; `per_task_metrics: [{_ng_task_index, …}]` extends the task groups.
@@ -105,12 +105,17 @@ export interface FunctionToolSchema {
   strict: boolean;
 }
 
-/** A checked environment definition: serve it with `createEnvironmentServer`, `serveEnvironment` or `runEnvironment`. */
-export interface Environment<SeedRow = any, State = any, VerifyRow = any> {
+/**
+ * A checked environment definition: serve it with `createEnvironmentServer`, `serveEnvironment` or `runEnvironment`.
+ * The bare `Environment` (all `unknown`) accepts every typed one because the spec's callbacks that take `SeedRow` or
+ * `State` (`createState`, `tools`, `dispose`, `verify`) are declared as methods, whose parameters TypeScript compares
+ * both ways; keep them methods, or `Environment<Row, State>` stops being an `Environment`.
+ */
+export interface Environment<SeedRow = unknown, State = unknown, VerifyRow = unknown> {
   readonly name: string;
   readonly className: string;
   readonly spec: EnvironmentSpec<SeedRow, State, VerifyRow>;
-  readonly tools: ReadonlyMap<string, ToolSpec<any, State>>;
+  readonly tools: ReadonlyMap<string, ToolSpec<unknown, State>>;
   /** Every tool's JSON schema, in declaration order, ready for a row's `responses_create_params.tools`. */
   readonly toolSchemas: readonly FunctionToolSchema[];
 }
@@ -152,7 +157,7 @@ export function defineEnvironment<
     }
   }
   const declared = spec.tools ? spec.tools((definition) => definition) : {};
-  const tools = new Map<string, ToolSpec<any, State>>();
+  const tools = new Map<string, ToolSpec<unknown, State>>();
   const toolSchemas: FunctionToolSchema[] = [];
   for (const [name, definition] of Object.entries(declared)) {
     const where = `environment '${spec.name}', tool '${name}'`;
@@ -191,7 +196,9 @@ function parametersOf(input: z.ZodType, where: string): { parameters: Record<str
   try {
     schema = z.toJSONSchema(input, { io: 'input' }) as Record<string, unknown>;
   } catch (err) {
-    throw new Error(`${where}: its input schema cannot be expressed as JSON Schema (${(err as Error).message})`);
+    throw new Error(`${where}: its input schema cannot be expressed as JSON Schema (${(err as Error).message})`, {
+      cause: err,
+    });
   }
   if (schema.type !== 'object') throw new Error(`${where}: input must be an object schema, e.g. z.object({ … })`);
   delete schema.$schema;

@@ -159,7 +159,6 @@ function parseHeaderMap(raw: unknown, where: string): Array<[string, string]> {
 }
 
 function checkHeaderValue(value: string, what: string): void {
-   
   if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value) || /[^\u0000-\u00ff]/.test(value)) {
     throw new ConfigError(
       `${what} holds a line break, a control character or a non-Latin-1 character, which an HTTP header cannot carry ` +

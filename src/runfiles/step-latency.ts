@@ -14,8 +14,6 @@
  * most 5% relative error, whatever the number of rollouts.
  */
 
-import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
-
 const MIN_SECS = 0.001;
 const GROWTH = 1.05;
 const BUCKETS = Math.ceil(Math.log(3600 / MIN_SECS) / Math.log(GROWTH)) + 2;

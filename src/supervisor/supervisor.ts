@@ -1,15 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  installRoot,
-  isPortFree,
-  listServerInstances,
-  searchRoots,
-  serverEnv,
-  type GlobalConfig,
-  type ServerInstance,
-} from '../config/index.js';
+import { installRoot, listServerInstances, searchRoots, serverEnv, type GlobalConfig } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
 import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from '../server/head-server.js';

@@ -83,9 +83,16 @@ export async function assertAgentCheckPasses(url: string): Promise<AgentCheckRep
   return report;
 }
 
+/** A rollout row as the remote agent's /run answers it: the reward, the trajectory, and the environment's fields. */
+export interface RolloutRow {
+  reward: number;
+  response?: { output?: { type?: string }[] };
+  [field: string]: unknown;
+}
+
 export interface RolloutResults {
   rewards: number[];
-  rows: Record<string, any>[];
+  rows: RolloutRow[];
 }
 
 /**
@@ -152,18 +159,18 @@ export async function runDatasetRollouts(
     const lines = readFileSync(options.dataset, 'utf8')
       .split('\n')
       .filter((line) => line.trim() !== '');
-    const rows: Record<string, any>[] = new Array(lines.length);
+    const rows: RolloutRow[] = new Array(lines.length);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < lines.length) {
         const index = next++;
         const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: lines[index]!, timeoutMs: 20_000 });
         assert.equal(res.status, 200, res.text());
-        rows[index] = res.json() as Record<string, any>;
+        rows[index] = res.json() as RolloutRow;
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 8, lines.length) }, worker));
-    return { rewards: rows.map((row) => row.reward as number), rows };
+    return { rewards: rows.map((row) => row.reward), rows };
   } finally {
     await agent.close();
     await env.close();
@@ -171,6 +178,6 @@ export async function runDatasetRollouts(
 }
 
 /** The item types of a finished rollout's trajectory, e.g. function_call, function_call_output, …, message. */
-export function trajectoryTypes(row: Record<string, any>): string[] {
-  return (row.response?.output ?? []).map((item: { type?: string }) => item.type ?? 'message');
+export function trajectoryTypes(row: RolloutRow): string[] {
+  return (row.response?.output ?? []).map((item) => item.type ?? 'message');
 }

@@ -9,7 +9,26 @@ import { closeServer } from '../../src/http/server.js';
 export interface Recorded {
   path: string;
   headers: http.IncomingHttpHeaders;
-  body: Record<string, any>;
+  body: RecordedBody;
+}
+
+/** A chat message or a Responses item as a brain sends it: the fields this fake reads and the tests assert on. */
+export interface RecordedItem {
+  type?: string;
+  role?: string;
+  content?: unknown;
+  name?: string;
+  output?: unknown;
+  tool_call_id?: string;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+}
+
+/** A request body, parsed but not validated: a test that sends something else sees it fail on the field it lacks. */
+interface RecordedBody {
+  model?: string;
+  messages?: RecordedItem[];
+  input?: string | RecordedItem[];
+  tools?: { name?: string; [key: string]: unknown }[];
 }
 
 type Event = { kind: 'user'; text: string } | { kind: 'call'; name: string } | { kind: 'result'; text: string };
@@ -39,7 +58,7 @@ export async function startFakeModelServer() {
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
     req.on('end', () => {
-      const body = JSON.parse(raw) as Record<string, any>;
+      const body = JSON.parse(raw) as RecordedBody;
       requests.push({ path: req.url ?? '', headers: req.headers, body });
       const send = (status: number, payload: unknown): void => {
         res.writeHead(status, { 'content-type': 'application/json' });
@@ -47,11 +66,10 @@ export async function startFakeModelServer() {
       };
       if (body.model === 'needs-a-key') return send(401, { error: { message: 'Incorrect API key provided' } });
       if (req.url === '/v1/chat/completions') {
-        const events: Event[] = (body.messages as any[]).flatMap((m): Event[] => {
-          if (m.role === 'user') return [{ kind: 'user', text: m.content }];
-          if (m.role === 'tool') return [{ kind: 'result', text: m.content }];
-          if (m.role === 'assistant')
-            return (m.tool_calls ?? []).map((c: any) => ({ kind: 'call', name: c.function.name }));
+        const events: Event[] = body.messages!.flatMap((m): Event[] => {
+          if (m.role === 'user') return [{ kind: 'user', text: m.content as string }];
+          if (m.role === 'tool') return [{ kind: 'result', text: m.content as string }];
+          if (m.role === 'assistant') return (m.tool_calls ?? []).map((c) => ({ kind: 'call', name: c.function.name }));
           return [];
         });
         const move = nextMove(events);
@@ -77,12 +95,13 @@ export async function startFakeModelServer() {
         });
       }
       if (req.url === '/v1/responses') {
-        const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input as any[]);
+        const input: RecordedItem[] =
+          typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input!;
         const events: Event[] = input.flatMap((item): Event[] => {
           if ((item.type ?? 'message') === 'message' && item.role === 'user')
             return [{ kind: 'user', text: String(item.content) }];
-          if (item.type === 'function_call') return [{ kind: 'call', name: item.name }];
-          if (item.type === 'function_call_output') return [{ kind: 'result', text: item.output }];
+          if (item.type === 'function_call') return [{ kind: 'call', name: item.name as string }];
+          if (item.type === 'function_call_output') return [{ kind: 'result', text: item.output as string }];
           return [];
         });
         const move = nextMove(events);

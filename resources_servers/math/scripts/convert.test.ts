@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -50,11 +50,13 @@ describe('GSM8K / MATH converter', () => {
   });
 
   it('turns a MATH row into an environment row, keeping its scalar fields', () => {
-    const row = convertRow(MATH, { calculator: true, instruction: '' }) as Record<string, any>;
+    const row = convertRow(MATH, { calculator: true, instruction: '' }) as Record<string, unknown> & {
+      responses_create_params: { input: Array<{ content: string }>; tools: unknown[] };
+    };
     assert.equal(row.expected_answer, '\\frac{5}{6}');
     assert.equal(row.level, 'Level 1');
     assert.equal(row.type, 'Prealgebra');
-    assert.equal(row.responses_create_params.input[0].content, MATH.problem);
+    assert.equal(row.responses_create_params.input[0]!.content, MATH.problem);
     assert.deepEqual(row.responses_create_params.tools, [CALCULATOR_TOOL]);
     assert.equal(row.solution, undefined);
   });
