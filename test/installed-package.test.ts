@@ -187,9 +187,11 @@ describe('the installed package', () => {
       path.join(project, 'todo.yaml'),
       'todo_resources_server:\n  resources_servers:\n    todo:\n      entrypoint: app.py\n      domain: agent\n',
     );
+    // The long-running command runs as `node …/gym.js`, not through npx, so Ctrl-C (SIGINT) reaches gym itself.
+    const gymBin = path.join(project, 'node_modules', 'tsgym', 'bin', 'gym.js');
     const started = spawn(
-      'npx',
-      ['gym', 'env', 'start', '+config_paths=[todo.yaml]', `++head_server.port=${await freePort()}`],
+      process.execPath,
+      [gymBin, 'env', 'start', '+config_paths=[todo.yaml]', `++head_server.port=${await freePort()}`],
       { cwd: project, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';
@@ -211,7 +213,9 @@ describe('the installed package', () => {
         new RegExp(`${path.join(project, 'resources_servers', 'todo').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
       );
     } finally {
+      const exited = new Promise((resolve) => started.once('close', resolve));
       started.kill('SIGINT');
+      await exited;
     }
   });
 
