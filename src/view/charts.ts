@@ -42,10 +42,7 @@ function frame(id: string, title: string, svgBody: string, xLabel: string, legen
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img">${svgBody}<text x="${
     MARGIN.left + (WIDTH - MARGIN.left - MARGIN.right) / 2
   }" y="${HEIGHT - 4}" text-anchor="middle" class="axis-label">${escapeText(xLabel)}</text></svg>`;
-  return html`<figure class="chart" data-chart="${id}">
-    <figcaption>${title}</figcaption>
-    ${new SafeHtml(svg)}${legend}
-  </figure>`;
+  return html`<figure class="chart" data-chart="${id}"><figcaption>${title}</figcaption>${new SafeHtml(svg)}${legend}</figure>`;
 }
 
 function escapeText(text: string): string {
@@ -53,10 +50,7 @@ function escapeText(text: string): string {
 }
 
 export function emptyChart(id: string, title: string, why: string): SafeHtml {
-  return html`<figure class="chart chart-empty" data-chart="${id}">
-    <figcaption>${title}</figcaption>
-    <p class="muted">${why}</p>
-  </figure>`;
+  return html`<figure class="chart chart-empty" data-chart="${id}"><figcaption>${title}</figcaption><p class="muted">${why}</p></figure>`;
 }
 
 function axes(
@@ -98,9 +92,7 @@ export function lineChart(id: string, title: string, xLabel: string, series: rea
     if (s.points.length === 1)
       svg += `<circle cx="${num(x(s.points[0]![0]))}" cy="${num(y(s.points[0]![1]))}" r="3" fill="${color}"/>`;
   });
-  const legend = html`<div class="legend">
-    ${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]!}"></i>${s.name}</span>`)}
-  </div>`;
+  const legend = html`<div class="legend">${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]!}"></i>${s.name}</span>`)}</div>`;
   return frame(id, title, svg, xLabel, legend);
 }
 
@@ -177,21 +169,21 @@ export function runCharts(index: RolloutIndex, status: RunStatus | undefined): S
     points: steps.map((s) => [s.step, s[q]] as [number, number]),
   }));
   return html`<div class="charts">
-    ${history.length > 1 ? lineChart('rate', 'Rollouts/s over time', 'seconds into the run', [rate]) : emptyChart('rate', 'Rollouts/s over time', NO_HISTORY)}
-    ${barChart('reward', 'Reward distribution (successes)', 'reward', histogram(index.size, okReward))}
-    ${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', NO_LATENCY)}
-    ${barChart(
-      'tokens',
-      'Tokens per rollout',
-      'total tokens',
-      histogram(index.size, (i) => index.tokensNumber(i)),
-    )}
-    ${
-      history.length === 0
-        ? emptyChart('failures', 'Failures by class over time', NO_HISTORY)
-        : classes.length === 0
-          ? emptyChart('failures', 'Failures by class over time', 'No failures so far.')
-          : lineChart('failures', 'Failures by class over time', 'seconds into the run', failures)
-    }
-  </div>`;
+${history.length > 1 ? lineChart('rate', 'Rollouts/s over time', 'seconds into the run', [rate]) : emptyChart('rate', 'Rollouts/s over time', NO_HISTORY)}
+${barChart('reward', 'Reward distribution (successes)', 'reward', histogram(index.size, okReward))}
+${steps.length > 0 ? lineChart('latency', 'Service latency per step', 'loop step', latency) : emptyChart('latency', 'Service latency per step', NO_LATENCY)}
+${barChart(
+  'tokens',
+  'Tokens per rollout',
+  'total tokens',
+  histogram(index.size, (i) => index.tokensNumber(i)),
+)}
+${
+  history.length === 0
+    ? emptyChart('failures', 'Failures by class over time', NO_HISTORY)
+    : classes.length === 0
+      ? emptyChart('failures', 'Failures by class over time', 'No failures so far.')
+      : lineChart('failures', 'Failures by class over time', 'seconds into the run', failures)
+}
+</div>`;
 }

@@ -106,67 +106,32 @@ export function renderComparePage(a: RolloutIndex, b: RolloutIndex, query: URLSe
   const pages = Math.max(1, Math.ceil(matching.length / pageSize));
   const pageNumber = Math.min(parsePageNumber(query), pages);
   const shown = matching.slice((pageNumber - 1) * pageSize, pageNumber * pageSize);
-  const filters = html`<nav class="filters">
-    Show:
-    ${[['all', ''] as const, ...VERDICTS.map((v) => [v, v] as const)].map(([label, value]) => {
+  const filters = html`<nav class="filters">Show: ${[['all', ''] as const, ...VERDICTS.map((v) => [v, v] as const)].map(
+    ([label, value]) => {
       const count = value === '' ? all.length : counts[value];
       return value === verdictText
         ? html`<strong>${label} (${count})</strong>`
         : html`<a href="${href('/compare', { verdict: value })}">${label} (${count})</a>`;
-    })}
-  </nav>`;
-  const pager = html`<nav class="pages">
-    Page ${pageNumber} of
-    ${pages}${pageNumber > 1 ? html` <a href="${href('/compare', { verdict: verdictText, page: pageNumber - 1 })}">← previous</a>` : ''}${
-      pageNumber < pages
-        ? html` <a href="${href('/compare', { verdict: verdictText, page: pageNumber + 1 })}">next →</a>`
-        : ''
-    }
-  </nav>`;
+    },
+  )}</nav>`;
+  const pager = html`<nav class="pages">Page ${pageNumber} of ${pages}${pageNumber > 1 ? html` <a href="${href('/compare', { verdict: verdictText, page: pageNumber - 1 })}">← previous</a>` : ''}${
+    pageNumber < pages
+      ? html` <a href="${href('/compare', { verdict: verdictText, page: pageNumber + 1 })}">next →</a>`
+      : ''
+  }</nav>`;
   const body = html`<h1>Compare runs</h1>
-    <dl class="kv">
-      <dt>A</dt>
-      <dd>
-        <a href="/"><code>${a.rolloutsPath}</code></a> (${a.size} rows)
-      </dd>
-      <dt>B</dt>
-      <dd>
-        <a href="/?run=b"><code>${b.rolloutsPath}</code></a> (${b.size} rows)
-      </dd>
-    </dl>
-    <p class="compare-summary">
-      <strong>${all.length} tasks</strong>: <span class="verdict-improved">${counts.improved} improved</span>,
-      <span class="verdict-regressed">${counts.regressed} regressed</span>, ${counts.unchanged}
-      unchanged${
-        counts['only-a'] + counts['only-b'] > 0 ? `, ${counts['only-a']} only in A, ${counts['only-b']} only in B` : ''
-      } <span class="muted">(per task: mean reward over its rollouts' final rows, failures as 0)</span>
-    </p>
-    ${filters}${pager}
-    <table id="compare">
-      <thead>
-        <tr>
-          <th>Task</th>
-          <th>Mean reward A</th>
-          <th>Mean reward B</th>
-          <th>B − A</th>
-          <th>Verdict</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${shown.map(
-          (t) =>
-            html`<tr data-task="${t.label}" class="verdict-row-${t.verdict}">
-              <td class="num">${t.label}</td>
-              <td class="num">${fmt(t.meanA)}</td>
-              <td class="num">${fmt(t.meanB)}</td>
-              <td class="num">${t.delta === undefined ? '—' : `${t.delta > 0 ? '+' : ''}${formatNumber(t.delta)}`}</td>
-              <td class="verdict-${t.verdict}">${t.verdict}</td>
-              <td><a href="${href('/compare/task', { task: String(t.task) })}">side by side</a></td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>`;
+<dl class="kv"><dt>A</dt><dd><a href="/"><code>${a.rolloutsPath}</code></a> (${a.size} rows)</dd><dt>B</dt><dd><a href="/?run=b"><code>${b.rolloutsPath}</code></a> (${b.size} rows)</dd></dl>
+<p class="compare-summary"><strong>${all.length} tasks</strong>: <span class="verdict-improved">${counts.improved} improved</span>, <span class="verdict-regressed">${counts.regressed} regressed</span>, ${counts.unchanged} unchanged${
+    counts['only-a'] + counts['only-b'] > 0 ? `, ${counts['only-a']} only in A, ${counts['only-b']} only in B` : ''
+  } <span class="muted">(per task: mean reward over its rollouts' final rows, failures as 0)</span></p>
+${filters}${pager}
+<table id="compare"><thead><tr><th>Task</th><th>Mean reward A</th><th>Mean reward B</th><th>B − A</th><th>Verdict</th><th></th></tr></thead><tbody>${shown.map(
+    (
+      t,
+    ) => html`<tr data-task="${t.label}" class="verdict-row-${t.verdict}"><td class="num">${t.label}</td><td class="num">${fmt(t.meanA)}</td><td class="num">${fmt(t.meanB)}</td>
+<td class="num">${t.delta === undefined ? '—' : `${t.delta > 0 ? '+' : ''}${formatNumber(t.delta)}`}</td><td class="verdict-${t.verdict}">${t.verdict}</td>
+<td><a href="${href('/compare/task', { task: String(t.task) })}">side by side</a></td></tr>`,
+  )}</tbody></table>`;
   return page('Compare runs', body);
 }
 
@@ -185,10 +150,7 @@ async function column(
 ): Promise<SafeHtml> {
   const finals = scoreTasks(index).get(task)?.finals ?? [];
   if (finals.length === 0)
-    return html`<div class="run-column" data-run="${name}">
-      <h2>Run ${name}</h2>
-      <p class="muted">No rollout of this task in <code>${index.rolloutsPath}</code>.</p>
-    </div>`;
+    return html`<div class="run-column" data-run="${name}"><h2>Run ${name}</h2><p class="muted">No rollout of this task in <code>${index.rolloutsPath}</code>.</p></div>`;
   const entries = finals.map((id) => index.entry(id));
   const chosen = entries.find((entry) => String(entry.rollout) === rolloutText) ?? entries[0]!;
   const reader = new RowReader(index);
@@ -205,20 +167,12 @@ async function column(
   const tabs = entries.map((entry: RowEntry) =>
     entry === chosen
       ? html`<strong>rollout ${String(entry.rollout)}</strong>`
-      : html`<a href="${href('/compare/task', { task: String(task), rollout: String(entry.rollout) })}"
-          >rollout ${String(entry.rollout)}</a
-        >`,
+      : html`<a href="${href('/compare/task', { task: String(task), rollout: String(entry.rollout) })}">rollout ${String(entry.rollout)}</a>`,
   );
-  return html`<div class="run-column" data-run="${name}">
-    <h2>Run ${name}: <code>${index.rolloutsPath}</code></h2>
-    <nav class="pages">${tabs}</nav>
-    <p>
-      reward <strong>${formatReward(chosen.reward)}</strong> ·
-      <span class="status-${chosen.status}">${chosen.status}</span> · attempt ${chosen.attempt} ·
-      <a href="${detailHref(chosen)}">full rollout page</a>
-    </p>
-    ${trajectory}
-  </div>`;
+  return html`<div class="run-column" data-run="${name}"><h2>Run ${name}: <code>${index.rolloutsPath}</code></h2>
+<nav class="pages">${tabs}</nav>
+<p>reward <strong>${formatReward(chosen.reward)}</strong> · <span class="status-${chosen.status}">${chosen.status}</span> · attempt ${chosen.attempt} · <a href="${detailHref(chosen)}">full rollout page</a></p>
+${trajectory}</div>`;
 }
 
 export async function renderTaskSideBySide(a: RolloutIndex, b: RolloutIndex, query: URLSearchParams): Promise<string> {
@@ -239,15 +193,9 @@ export async function renderTaskSideBySide(a: RolloutIndex, b: RolloutIndex, que
     }
   }
   const body = html`<nav class="pages"><a href="/compare">↑ comparison</a></nav>
-    <h1>Task ${comparison.label}: <span class="verdict-${comparison.verdict}">${comparison.verdict}</span></h1>
-    <p>
-      Mean reward A ${fmt(comparison.meanA)} → B
-      ${fmt(comparison.meanB)}${comparison.delta === undefined ? '' : ` (${comparison.delta > 0 ? '+' : ''}${formatNumber(comparison.delta)})`}
-    </p>
-    <details>
-      <summary>Task input</summary>
-      ${input}
-    </details>
-    <div class="side-by-side">${await column(a, 'A', task, rollout)}${await column(b, 'B', task, rollout)}</div>`;
+<h1>Task ${comparison.label}: <span class="verdict-${comparison.verdict}">${comparison.verdict}</span></h1>
+<p>Mean reward A ${fmt(comparison.meanA)} → B ${fmt(comparison.meanB)}${comparison.delta === undefined ? '' : ` (${comparison.delta > 0 ? '+' : ''}${formatNumber(comparison.delta)})`}</p>
+<details><summary>Task input</summary>${input}</details>
+<div class="side-by-side">${await column(a, 'A', task, rollout)}${await column(b, 'B', task, rollout)}</div>`;
   return page(`Task ${comparison.label} — A vs B`, body);
 }

@@ -78,18 +78,8 @@ svg .axis { stroke: var(--muted); } svg .grid { stroke: var(--line); } svg text 
  */
 export function page(title: string, body: SafeHtml, options: { live?: boolean } = {}): string {
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${title}</title>
-        <style>
-          ${new SafeHtml(STYLE)}
-        </style>
-        ${options.live ? new SafeHtml('<script src="/assets/live.js" defer></script>') : ''}
-      </head>
-      <body>
-        ${body}
-      </body>
-    </html> `.text;
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title><style>${new SafeHtml(STYLE)}</style>${options.live ? new SafeHtml('<script src="/assets/live.js" defer></script>') : ''}</head>
+<body>${body}</body></html>
+`.text;
 }

@@ -79,10 +79,7 @@ function summaryLine(index: RolloutIndex): SafeHtml {
   const total = ok + failed + failedTerminal;
   const mean =
     ok > 0 ? `mean reward ${formatNumber(rewardSumOk / ok)} over ${ok} successes` : 'no successes to average';
-  return html`<p class="summary">
-    <strong>${total} rollouts</strong>: ${ok} ok, ${failed + failedTerminal} failed (${failed} retryable,
-    ${failedTerminal} terminal) · ${mean}
-  </p>`;
+  return html`<p class="summary"><strong>${total} rollouts</strong>: ${ok} ok, ${failed + failedTerminal} failed (${failed} retryable, ${failedTerminal} terminal) · ${mean}</p>`;
 }
 
 function filterLinks(index: RolloutIndex, current: Status[] | undefined): SafeHtml {
@@ -95,14 +92,11 @@ function filterLinks(index: RolloutIndex, current: Status[] | undefined): SafeHt
     ['all failures', 'failed,failed-terminal', failed + failedTerminal],
   ];
   const currentText = current?.join(',') ?? '';
-  return html`<nav class="filters">
-    Show:
-    ${options.map(([label, status, count]) =>
-      status === currentText
-        ? html`<strong>${label} (${count})</strong>`
-        : html`<a href="${href('/', { run: index.runParam, status })}">${label} (${count})</a>`,
-    )}
-  </nav>`;
+  return html`<nav class="filters">Show: ${options.map(([label, status, count]) =>
+    status === currentText
+      ? html`<strong>${label} (${count})</strong>`
+      : html`<a href="${href('/', { run: index.runParam, status })}">${label} (${count})</a>`,
+  )}</nav>`;
 }
 
 /** Shown while a big file's first indexing is still going on. */
@@ -111,10 +105,7 @@ export function indexingNotice(index: RolloutIndex): SafeHtml {
   if (!progress || progress.totalBytes === 0 || progress.indexedBytes >= progress.totalBytes) return html``;
   const mb = (bytes: number): string => `${Math.round(bytes / 1e6)} MB`;
   const pct = Math.floor((100 * progress.indexedBytes) / progress.totalBytes);
-  return html`<div class="notice indexing">
-    Indexing: ${mb(progress.indexedBytes)} of ${mb(progress.totalBytes)} read (${pct}%); the counts and the table show
-    the ${index.size} rows indexed so far — reload for more.
-  </div>`;
+  return html`<div class="notice indexing">Indexing: ${mb(progress.indexedBytes)} of ${mb(progress.totalBytes)} read (${pct}%); the counts and the table show the ${index.size} rows indexed so far — reload for more.</div>`;
 }
 
 function skippedNotice(index: RolloutIndex): SafeHtml {
@@ -123,13 +114,10 @@ function skippedNotice(index: RolloutIndex): SafeHtml {
   const shown = skipped.slice(0, 10);
   const total = index.skippedCount;
   const fileOf = (source: string): string => (source === 'main' ? index.rolloutsPath : index.failuresPath);
-  return html`<div class="notice">
-    ${total} unreadable line${total === 1 ? '' : 's'} skipped:
-    <ul>
-      ${shown.map((skip) => html`<li><code>${fileOf(skip.source)}:${skip.line}</code> — ${skip.reason}</li>`)}
-    </ul>
-    ${total > shown.length ? html`<span class="muted">… and ${total - shown.length} more</span>` : ''}
-  </div>`;
+  return html`<div class="notice">${total} unreadable line${total === 1 ? '' : 's'} skipped:
+<ul>${shown.map((skip) => html`<li><code>${fileOf(skip.source)}:${skip.line}</code> — ${skip.reason}</li>`)}</ul>${
+    total > shown.length ? html`<span class="muted">… and ${total - shown.length} more</span>` : ''
+  }</div>`;
 }
 
 async function rowHtml(entry: RowEntry, reader: RowReader): Promise<SafeHtml> {
@@ -143,16 +131,10 @@ async function rowHtml(entry: RowEntry, reader: RowReader): Promise<SafeHtml> {
     error = 'this line changed since it was indexed; reload the page';
   }
   return html`<tr>
-    <td class="num"><a href="${detailHref(entry)}">${String(entry.task ?? '—')}</a></td>
-    <td class="num">${String(entry.rollout ?? '—')}</td>
-    <td class="num">${entry.attempt}</td>
-    <td>${entry.agent}</td>
-    <td class="num">${formatReward(entry.reward)}</td>
-    <td class="status-${entry.status}">${entry.status}</td>
-    <td>${steps || html`<span class="muted">none</span>`}</td>
-    <td>${error ?? ''}</td>
-    <td><a href="${detailHref(entry)}">view</a></td>
-  </tr>`;
+<td class="num"><a href="${detailHref(entry)}">${String(entry.task ?? '—')}</a></td><td class="num">${String(entry.rollout ?? '—')}</td>
+<td class="num">${entry.attempt}</td><td>${entry.agent}</td><td class="num">${formatReward(entry.reward)}</td>
+<td class="status-${entry.status}">${entry.status}</td><td>${steps || html`<span class="muted">none</span>`}</td>
+<td>${error ?? ''}</td><td><a href="${detailHref(entry)}">view</a></td></tr>`;
 }
 
 function pager(
@@ -166,10 +148,8 @@ function pager(
   const status = query.statuses?.join(',');
   const link = (target: number, label: string): SafeHtml =>
     html`<a href="${href('/', { run: index.runParam, status, page: target > 1 ? target : undefined })}">${label}</a>`;
-  return html`<nav class="pages">
-    Page ${query.page} of ${pages} (rows ${matching === 0 ? 0 : from + 1}–${to} of ${matching})
-    ${query.page > 1 ? link(query.page - 1, '← previous') : ''}${query.page < pages ? link(query.page + 1, 'next →') : ''}
-  </nav>`;
+  return html`<nav class="pages">Page ${query.page} of ${pages} (rows ${matching === 0 ? 0 : from + 1}–${to} of ${matching})
+${query.page > 1 ? link(query.page - 1, '← previous') : ''}${query.page < pages ? link(query.page + 1, 'next →') : ''}</nav>`;
 }
 
 function seconds(value: number): string {
@@ -184,9 +164,7 @@ function seconds(value: number): string {
 function staleNote(status: RunStatus): SafeHtml | string {
   const age = (Date.now() - Date.parse(status.updated_at)) / 1000;
   if (status.state !== 'running' || !(age > STALE_STATUS_SECS)) return '';
-  return html` <strong class="stalled stale-status"
-    >not updated for ${seconds(age)}: the collector may have stopped</strong
-  >`;
+  return html` <strong class="stalled stale-status">not updated for ${seconds(age)}: the collector may have stopped</strong>`;
 }
 
 const STALE_STATUS_SECS = 10;
@@ -201,101 +179,35 @@ export function liveSection(index: RolloutIndex, status: RunStatus | undefined):
   const eta = typeof totals.eta_s === 'number' ? seconds(totals.eta_s) : '?';
   const state = status ? status.state : 'no-status';
   const stateLine = status
-    ? html`<p class="run-state">
-        Run <strong class="state-${status.state}">${status.state}</strong>: ${n('done')}/${n('total')} done ·
-        ${n('in_flight')} in flight · ${n('rollouts_per_s')} rollouts/s · ETA
-        ${eta}${n('stalled') > 0 ? html` · <strong class="stalled">${n('stalled')} stalled</strong>` : ''}
-        <span class="muted">(status updated ${status.updated_at})</span>${staleNote(status)}
-      </p>`
-    : html`<p class="muted run-state">
-        No live status (<code>${index.rolloutsPath.replace(/\.jsonl$/, '')}_status.json</code> is written by gym eval
-        run while it runs).
-      </p>`;
+    ? html`<p class="run-state">Run <strong class="state-${status.state}">${status.state}</strong>: ${n('done')}/${n('total')} done · ${n('in_flight')} in flight · ${n('rollouts_per_s')} rollouts/s · ETA ${eta}${
+        n('stalled') > 0 ? html` · <strong class="stalled">${n('stalled')} stalled</strong>` : ''
+      } <span class="muted">(status updated ${status.updated_at})</span>${staleNote(status)}</p>`
+    : html`<p class="muted run-state">No live status (<code>${index.rolloutsPath.replace(/\.jsonl$/, '')}_status.json</code> is written by gym eval run while it runs).</p>`;
   const inFlight = status?.in_flight ?? [];
   const inFlightTable =
     inFlight.length === 0
       ? html`<p class="muted" id="in-flight-empty">Nothing in flight.</p>`
-      : html`<table id="in-flight">
-            <thead>
-              <tr>
-                <th>Task</th>
-                <th>Rollout</th>
-                <th>Attempt</th>
-                <th>Agent</th>
-                <th>Stage</th>
-                <th>Step</th>
-                <th>Elapsed</th>
-                <th>No progress for</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${inFlight.map(
-                (entry) =>
-                  html`<tr
-                    data-key="${keyAttr(entry.task_index, entry.rollout_index, entry.attempt)}"
-                    class="${entry.stalled ? 'stalled' : ''}"
-                  >
-                    <td class="num">${String(entry.task_index)}</td>
-                    <td class="num">${String(entry.rollout_index)}</td>
-                    <td class="num">${entry.attempt}</td>
-                    <td>${entry.agent}</td>
-                    <td>${entry.stage}${entry.tool ? html` <code>${entry.tool}</code>` : ''}</td>
-                    <td class="num">${entry.step}</td>
-                    <td class="num">${seconds(entry.elapsed_s)}</td>
-                    <td class="num">${seconds(entry.since_progress_s)}${entry.stalled ? ' (stalled)' : ''}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-          ${status && status.in_flight_hidden > 0 ? html`<p class="muted">… and ${status.in_flight_hidden} more in flight.</p>` : ''}`;
+      : html`<table id="in-flight"><thead><tr><th>Task</th><th>Rollout</th><th>Attempt</th><th>Agent</th><th>Stage</th><th>Step</th><th>Elapsed</th><th>No progress for</th></tr></thead><tbody>${inFlight.map(
+          (
+            entry,
+          ) => html`<tr data-key="${keyAttr(entry.task_index, entry.rollout_index, entry.attempt)}" class="${entry.stalled ? 'stalled' : ''}">
+<td class="num">${String(entry.task_index)}</td><td class="num">${String(entry.rollout_index)}</td><td class="num">${entry.attempt}</td><td>${entry.agent}</td>
+<td>${entry.stage}${entry.tool ? html` <code>${entry.tool}</code>` : ''}</td><td class="num">${entry.step}</td><td class="num">${seconds(entry.elapsed_s)}</td>
+<td class="num">${seconds(entry.since_progress_s)}${entry.stalled ? ' (stalled)' : ''}</td></tr>`,
+        )}</tbody></table>${status && status.in_flight_hidden > 0 ? html`<p class="muted">… and ${status.in_flight_hidden} more in flight.</p>` : ''}`;
   const recent = index.recent(10);
   const recentTable =
     recent.length === 0
       ? html`<p class="muted">No rows yet.</p>`
-      : html`<table id="recent">
-          <thead>
-            <tr>
-              <th>Task</th>
-              <th>Rollout</th>
-              <th>Attempt</th>
-              <th>Agent</th>
-              <th>Reward</th>
-              <th>Status</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${recent.map(
-              (entry) =>
-                html`<tr data-key="${keyAttr(entry.task, entry.rollout, entry.attempt)}">
-                  <td class="num">${String(entry.task ?? '—')}</td>
-                  <td class="num">${String(entry.rollout ?? '—')}</td>
-                  <td class="num">${entry.attempt}</td>
-                  <td>${entry.agent}</td>
-                  <td class="num">${formatReward(entry.reward)}</td>
-                  <td class="status-${entry.status}">${entry.status}</td>
-                  <td><a href="${detailHref(entry)}">view</a></td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>`;
-  return html`<div
-    id="live-body"
-    data-state="${index.progress() ? 'running' : state}"
-    data-generation="${index.generation}"
-  >
-    ${indexingNotice(index)}${summaryLine(index)}${stateLine}
-    <div class="live-grid">
-      <div>
-        <h2>In flight</h2>
-        ${inFlightTable}
-      </div>
-      <div>
-        <h2>Finished last</h2>
-        ${recentTable}
-      </div>
-    </div>
-  </div>`;
+      : html`<table id="recent"><thead><tr><th>Task</th><th>Rollout</th><th>Attempt</th><th>Agent</th><th>Reward</th><th>Status</th><th></th></tr></thead><tbody>${recent.map(
+          (
+            entry,
+          ) => html`<tr data-key="${keyAttr(entry.task, entry.rollout, entry.attempt)}"><td class="num">${String(entry.task ?? '—')}</td><td class="num">${String(entry.rollout ?? '—')}</td>
+<td class="num">${entry.attempt}</td><td>${entry.agent}</td><td class="num">${formatReward(entry.reward)}</td><td class="status-${entry.status}">${entry.status}</td><td><a href="${detailHref(entry)}">view</a></td></tr>`,
+        )}</tbody></table>`;
+  return html`<div id="live-body" data-state="${index.progress() ? 'running' : state}" data-generation="${index.generation}">
+${indexingNotice(index)}${summaryLine(index)}${stateLine}
+<div class="live-grid"><div><h2>In flight</h2>${inFlightTable}</div><div><h2>Finished last</h2>${recentTable}</div></div></div>`;
 }
 
 export async function renderIndexPage(
@@ -332,36 +244,16 @@ export async function renderIndexPage(
     : html`No failures sidecar (<code>${index.failuresPath}</code> does not exist).`;
   const live = href('/live', { run: index.runParam });
   const body = html`<h1>Rollouts: <code>${index.rolloutsPath}</code></h1>
-    <p class="muted">${failuresLine}${compareLink ? html` · ${compareLink}` : ''}</p>
-    <section id="live" data-src="${live}">${liveSection(index, status)}</section>
-    <h2>Charts</h2>
-    <section id="charts" data-src="${href('/charts', { run: index.runParam })}">${runCharts(index, status)}</section>
-    <h2>All rollouts</h2>
-    ${skippedNotice(index)} ${filterLinks(index, wanted)} ${pager(index, shown, pages, from, to, matching.length)}
-    <table id="rollouts">
-      <thead>
-        <tr>
-          <th>Task</th>
-          <th>Rollout</th>
-          <th>Attempt</th>
-          <th>Agent</th>
-          <th>Reward</th>
-          <th>Status</th>
-          <th>Steps</th>
-          <th>Error</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${
-          rows.length > 0
-            ? rows
-            : html`<tr>
-                <td colspan="9" class="muted">No rollouts match.</td>
-              </tr>`
-        }
-      </tbody>
-    </table>
-    ${pages > 1 ? pager(index, shown, pages, from, to, matching.length) : ''}`;
+<p class="muted">${failuresLine}${compareLink ? html` · ${compareLink}` : ''}</p>
+<section id="live" data-src="${live}">${liveSection(index, status)}</section>
+<h2>Charts</h2>
+<section id="charts" data-src="${href('/charts', { run: index.runParam })}">${runCharts(index, status)}</section>
+<h2>All rollouts</h2>
+${skippedNotice(index)}
+${filterLinks(index, wanted)}
+${pager(index, shown, pages, from, to, matching.length)}
+<table id="rollouts"><thead><tr><th>Task</th><th>Rollout</th><th>Attempt</th><th>Agent</th><th>Reward</th><th>Status</th><th>Steps</th><th>Error</th><th></th></tr></thead>
+<tbody>${rows.length > 0 ? rows : html`<tr><td colspan="9" class="muted">No rollouts match.</td></tr>`}</tbody></table>
+${pages > 1 ? pager(index, shown, pages, from, to, matching.length) : ''}`;
   return page(`Rollouts — ${index.rolloutsPath}`, body, { live: true });
 }

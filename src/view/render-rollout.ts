@@ -32,8 +32,7 @@ function contentHtml(content: unknown): SafeHtml {
   return html`${content.map((part) => {
     if (isPlainObject(part) && typeof part.text === 'string') return block(part.text);
     if (isPlainObject(part) && typeof part.refusal === 'string')
-      return html`<div class="muted">refusal:</div>
-        ${block(part.refusal)}`;
+      return html`<div class="muted">refusal:</div>${block(part.refusal)}`;
     return block(prettyValue(part));
   })}`;
 }
@@ -47,10 +46,7 @@ function textsOf(parts: unknown): string[] {
 
 function itemCard(type: string, title: SafeHtml, meta: string | undefined, body: SafeHtml): SafeHtml {
   const known = ['function_call', 'function_call_output', 'message', 'reasoning'].includes(type) ? type : 'other';
-  return html`<div class="item item-${known}">
-    <h3>${title}${meta ? html` <span class="meta">${meta}</span>` : ''}</h3>
-    ${body}
-  </div>`;
+  return html`<div class="item item-${known}"><h3>${title}${meta ? html` <span class="meta">${meta}</span>` : ''}</h3>${body}</div>`;
 }
 
 /** One trajectory or input item. `callNames` maps call ids to tool names, so an output says what it answers. */
@@ -145,13 +141,7 @@ function flatten(value: unknown, prefix: string, out: Array<[string, string]>): 
 }
 
 function keyValues(pairs: ReadonlyArray<[string, SafeHtml | string]>): SafeHtml {
-  return html`<dl class="kv">
-    ${pairs.map(
-      ([key, value]) =>
-        html`<dt>${key}</dt>
-          <dd>${value}</dd>`,
-    )}
-  </dl>`;
+  return html`<dl class="kv">${pairs.map(([key, value]) => html`<dt>${key}</dt><dd>${value}</dd>`)}</dl>`;
 }
 
 function usageHtml(response: Row | undefined): SafeHtml {
@@ -165,14 +155,10 @@ function usageHtml(response: Row | undefined): SafeHtml {
 function errorHtml(row: Row, entry: RowEntry): SafeHtml {
   if (entry.status === 'ok') return html``;
   const error = typeof row.error === 'string' ? row.error : JSON.stringify(row.error ?? null, null, 2);
-  return html`<h2>Error</h2>
-    <div class="error">
-      ${block(error)}
-      <p class="muted">
-        failure class <code>${String(row._ng_failure_class ?? '—')}</code> ·
-        ${entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'}
-      </p>
-    </div>`;
+  return html`<h2>Error</h2><div class="error">${block(error)}
+<p class="muted">failure class <code>${String(row._ng_failure_class ?? '—')}</code> · ${
+    entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'
+  }</p></div>`;
 }
 
 function neighbours(index: RolloutIndex, entry: RowEntry): SafeHtml {
@@ -180,12 +166,9 @@ function neighbours(index: RolloutIndex, entry: RowEntry): SafeHtml {
   const position = order.indexOf(entry.id);
   const previous = position > 0 ? index.entry(order[position - 1]!) : undefined;
   const next = position >= 0 && position + 1 < order.length ? index.entry(order[position + 1]!) : undefined;
-  return html`<nav class="pages">
-    <a href="${href('/', { run: index.runParam })}">↑ all rollouts</a
-    >${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
-      next ? html`<a href="${detailHref(next)}">next →</a>` : ''
-    }
-  </nav>`;
+  return html`<nav class="pages"><a href="${href('/', { run: index.runParam })}">↑ all rollouts</a>${previous ? html`<a href="${detailHref(previous)}">← previous</a>` : ''}${
+    next ? html`<a href="${detailHref(next)}">next →</a>` : ''
+  }</nav>`;
 }
 
 export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row): string {
@@ -218,23 +201,19 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
   const trajectory =
     items.length > 0
       ? itemsHtml(items)
-      : html`<p class="muted">
-          ${entry.status === 'ok' ? 'The response has no output items.' : 'No partial trajectory was recorded (the rollout failed before any step returned).'}
-        </p>`;
+      : html`<p class="muted">${entry.status === 'ok' ? 'The response has no output items.' : 'No partial trajectory was recorded (the rollout failed before any step returned).'}</p>`;
   const title = `Task ${String(entry.task ?? '—')} · rollout ${String(entry.rollout ?? '—')}`;
   const body = html`${neighbours(index, entry)}
-    <h1>${title}${entry.attempt > 0 ? ` · attempt ${entry.attempt}` : ''}</h1>
-    ${keyValues(facts)} ${errorHtml(row, entry)}
-    <h2>Task input</h2>
-    ${inputHtml(row)}
-    <h2>${trajectoryTitle}</h2>
-    ${trajectory}
-    <h2>Usage</h2>
-    ${usageHtml(response)}
-    <h2>Raw row</h2>
-    <details>
-      <summary>JSON of <code>${file}:${entry.line}</code></summary>
-      ${block(JSON.stringify(row, null, 2))}
-    </details>`;
+<h1>${title}${entry.attempt > 0 ? ` · attempt ${entry.attempt}` : ''}</h1>
+${keyValues(facts)}
+${errorHtml(row, entry)}
+<h2>Task input</h2>
+${inputHtml(row)}
+<h2>${trajectoryTitle}</h2>
+${trajectory}
+<h2>Usage</h2>
+${usageHtml(response)}
+<h2>Raw row</h2>
+<details><summary>JSON of <code>${file}:${entry.line}</code></summary>${block(JSON.stringify(row, null, 2))}</details>`;
   return page(`${title} — ${index.rolloutsPath}`, body);
 }

@@ -114,9 +114,7 @@ function errorPage(status: number, message: string): GymReply {
   return htmlReply(
     page(
       'gym view',
-      html`<h1>${status === 404 ? 'Not found' : 'Cannot show this'}</h1>
-        <p class="error">${message}</p>
-        <p><a href="/">↑ all rollouts</a></p>`,
+      html`<h1>${status === 404 ? 'Not found' : 'Cannot show this'}</h1><p class="error">${message}</p><p><a href="/">↑ all rollouts</a></p>`,
     ),
     status,
   );
@@ -241,11 +239,7 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
       const charts = runCharts(index, await readRunStatus(index.rolloutsPath));
       return req.query.get('page') === '1'
         ? htmlReply(
-            page(
-              `Charts — ${index.rolloutsPath}`,
-              html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>
-                ${charts}`,
-            ),
+            page(`Charts — ${index.rolloutsPath}`, html`<h1>Charts: <code>${index.rolloutsPath}</code></h1>${charts}`),
           )
         : fragmentReply(charts.text);
     }),
