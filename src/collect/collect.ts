@@ -18,6 +18,7 @@ import {
   aggregateAgents,
   DISABLED_MESSAGE,
   writeAggregateFile,
+  type MetricsSource,
 } from './aggregate.js';
 import type { AgentDirectory } from './agents.js';
 import { maxRolloutAttempts, type CollectionConfig } from './config.js';
@@ -77,6 +78,8 @@ export interface CollectOptions {
   createQueue?: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
   /** Extra text for the progress line (a distributed backend's workers and their throughput). */
   progressDetail?: () => string;
+  /** Where the end-of-run metrics are computed; each agent's `/aggregate_metrics` (by URL) by default. */
+  metricsSource?: MetricsSource;
   /** How one job runs; `POST <agent>/run` by default. */
   execute?: RolloutExecutor;
   /** Where in-flight stages come from for `<stem>_status.json`; each agent's `GET /status` by default. */
@@ -355,7 +358,7 @@ async function aggregate(
   }
   const input = new AggregationInput();
   await scanRowsFile(paths.rollouts, (row) => input.add(agentNameOfRow(row), row));
-  const source = agentMetricsSource(options.agents);
+  const source = options.metricsSource ?? agentMetricsSource(options.agents);
   const { entries, errors } = await aggregateAgents(input, ledger, () => source, io.out);
   writeAggregateFile(paths.aggregateMetrics, entries);
   for (const error of errors) {

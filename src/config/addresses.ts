@@ -7,6 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { hostname, networkInterfaces } from 'node:os';
 import { ConfigError } from '../errors.js';
+import { serverDefaultHost } from './advertise.js';
 import { allocatePort } from './ports.js';
 import { asPort, type InstanceShape } from './servers.js';
 import type { ConfigSources } from './sources.js';
@@ -62,6 +63,8 @@ export async function assignAddresses(
 ): Promise<void> {
   const { sources } = options;
   config.use_absolute_ip ??= false;
+  const namedDefault =
+    config.use_absolute_ip === true || (typeof config.default_host === 'string' && config.default_host !== '');
   const defaultHost =
     config.use_absolute_ip === true
       ? await machineAddress()
@@ -76,6 +79,7 @@ export async function assignAddresses(
       'GYM_CONFIG_PORT',
     );
   }
+  const headHost = head.host;
   if (!head.host) head.host = defaultHost;
   if (typeof head.host !== 'string') {
     throw new ConfigError(
@@ -83,6 +87,10 @@ export async function assignAddresses(
       'GYM_CONFIG_HOST',
     );
   }
+  // A head server beyond loopback hands out addresses other hosts must be able to use.
+  const serverHost = namedDefault
+    ? defaultHost
+    : serverDefaultHost(head, headHost, defaultHost, options.allocatePorts, (key) => sources.at(['head_server', key]));
   config.head_server = head;
   head.port = portSetting(config, ['head_server', 'port'], DEFAULT_HEAD_PORT, sources);
 
@@ -110,7 +118,7 @@ export async function assignAddresses(
   const taken = new Map<string, string>([[`${head.host}:${head.port}`, 'head_server']]);
   for (const instance of instances) {
     const inner = instance.config;
-    if (!inner.host) inner.host = defaultHost;
+    if (!inner.host) inner.host = serverHost;
     if (!inner.port) continue;
     inner.port = asPort(inner.port)!;
     const address = `${inner.host}:${inner.port}`;

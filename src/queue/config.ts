@@ -1,6 +1,6 @@
 /**
  * The configuration keys of distributed collection, checked up front: `queue_url` (--queue) for both sides,
- * `queue_stall_secs` and `queue_outage_secs` for the collector, `worker_concurrency` (--concurrency),
+ * `queue_stall_secs`, `queue_outage_secs` and `queue_worker_wait_secs` for the collector, `worker_concurrency` (--concurrency),
  * `worker_drain_secs`, `worker_id` and `agent_unreachable_wait_secs` for `gym worker`.
  */
 import type { GlobalConfig } from '../config/types.js';
@@ -15,6 +15,8 @@ import {
 
 export const DEFAULT_WORKER_CONCURRENCY = 16;
 export const DEFAULT_DRAIN_SECS = 30;
+/** A producer without an environment waits this long for a worker serving its rows' agents. */
+export const DEFAULT_WORKER_WAIT_SECS = 60;
 /** A worker hands a job back sooner than a lone collector gives up: another worker may have a live agent. */
 export const DEFAULT_WORKER_AGENT_WAIT_SECS = 10;
 
@@ -40,6 +42,8 @@ export interface CollectorQueueSettings {
   address: QueueAddress;
   stallMs: number;
   outageMs: number;
+  /** How long a producer without an environment waits for a worker serving the rows' agents. */
+  workerWaitMs: number;
 }
 
 export function collectorQueueSettings(config: GlobalConfig, address: QueueAddress): CollectorQueueSettings {
@@ -47,6 +51,7 @@ export function collectorQueueSettings(config: GlobalConfig, address: QueueAddre
     address,
     stallMs: seconds(config, 'queue_stall_secs', DEFAULT_STALL_SECS) * 1000,
     outageMs: seconds(config, 'queue_outage_secs', DEFAULT_OUTAGE_SECS) * 1000,
+    workerWaitMs: seconds(config, 'queue_worker_wait_secs', DEFAULT_WORKER_WAIT_SECS) * 1000,
   };
 }
 

@@ -28,8 +28,12 @@ export const QUEUE_NAME = 'rollouts';
 export const PRESENCE_FRESH_MS = 5_000;
 /** A run whose collector has not refreshed its announcement for this long is no longer served (it was abandoned). */
 export const RUN_ABANDONED_MS = 60 * 60 * 1000;
-/** Default time after which a job whose worker died (its lock not renewed) is handed to another worker. */
-export const DEFAULT_STALL_SECS = 30;
+/**
+ * Default lock duration of a job (queue_stall_secs): a worker renews its locks every half of it however long the
+ * rollout runs, so only a worker that stopped (killed, its host gone) loses them; its jobs are handed to another
+ * worker within 1.5 × this (the lock expires, then the stalled check, every half of it, moves them back).
+ */
+export const DEFAULT_STALL_SECS = 5;
 /** Default time the collector waits for an unreachable Redis before failing the run. */
 export const DEFAULT_OUTAGE_SECS = 60;
 
@@ -129,7 +133,7 @@ export interface RunAnnouncement {
   prefix: string;
   /** The collector's output file, for worker logs. */
   output: string;
-  /** Lock duration and stalled-check interval the workers use for this run's jobs. */
+  /** Lock duration the workers use for this run's jobs (their stalled check runs every half of it). */
   stallMs: number;
   /** Deadline of one `/run` exchange (run_request_timeout_secs). */
   runTimeoutMs: number;

@@ -13,6 +13,7 @@ import type { Row } from '../runfiles/row.js';
 import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
 import { connect } from './connection.js';
+import { serveAggregations } from './remote-aggregate.js';
 import {
   connectionOptions,
   QUEUE_NAME,
@@ -66,6 +67,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   let redisDown = false;
   let resolveStopped: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  // Producers without an environment ask a worker serving the agent for their end-of-run metrics.
+  const aggregations = serveAggregations({ client, agents, id, stopping: () => stopping, log });
 
   client.on('close', () => {
     if (redisDown || stopping) return;
@@ -140,8 +143,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       connection: connectionOptions(address, `tsgym-worker:${id}`),
       prefix: run.prefix,
       concurrency: options.concurrency,
+      // Locks renewed every stallMs / 2 (BullMQ's default) by a live worker, whatever the rollout's length; a dead
+      // worker's lock expires after stallMs and the next stalled check (every stallMs / 2) moves the job back.
       lockDuration: run.stallMs,
-      stalledInterval: run.stallMs,
+      stalledInterval: Math.max(100, Math.round(run.stallMs / 2)),
       // Recovered after two worker deaths; the third makes it a retryable failure row (worker_lost) at the collector.
       maxStalledCount: 2,
       drainDelay: 1,
@@ -181,6 +186,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       ]);
     }
     await client.hset(WORKERS_KEY, id, JSON.stringify(presence()));
+    await aggregations.poll();
     const roster = await client.hgetall(WORKERS_KEY);
     const stale = Object.entries(roster)
       .filter(([, text]) => {

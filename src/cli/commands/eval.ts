@@ -36,7 +36,11 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
     const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
     const config = parseCollectionConfig(local);
     const { agentDirectoryFromHead } = await agentLookup();
-    const agents = await agentDirectoryFromHead(config.head);
+    // A producer through a queue needs no environment: unless a head server is named, the agents are the
+    // workers' (the queue backend learns them from Redis).
+    const queued = local.queue_url !== undefined && local.queue_url !== null && local.queue_url !== '';
+    const headNamed = cmd.overrides.some((override) => /^\+{0,2}head_server[.=]/.test(override));
+    const agents = queued && !headNamed ? undefined : await agentDirectoryFromHead(config.head);
     const { collectWithBackend } = await dispatching();
     // Ctrl-C: the rollouts in flight stay with the running agent and cannot be recorded; every finished one is
     // already on disk (appended synchronously). Aborting marks the status file `interrupted`; then exit at once.
