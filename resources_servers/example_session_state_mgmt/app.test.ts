@@ -9,7 +9,7 @@ const COOKIE_NAME = 'StatefulCounterResourcesServer___counter_under_test';
 
 /**
  * The counter environment over real HTTP, with a client that stores no cookies: each call passes the session
- * cookie it wants by hand, as reference §7.5 does.
+ * cookie it wants by hand, as the reference's own session test does.
  */
 describe('counter environment', () => {
   let server: Listening;
@@ -40,7 +40,7 @@ describe('counter environment', () => {
     expected_count: expected,
   });
 
-  it('keeps sessions isolated (reference §7.5)', async () => {
+  it('keeps sessions isolated (as in the reference)', async () => {
     const fresh = await call('/get_counter_value', {});
     assert.deepEqual(fresh.res.json(), { count: 0 });
     const a = fresh.session;

@@ -21,7 +21,7 @@ import type { RolloutProgress } from './status.js';
 
 /**
  * The service hop: one `POST {agent_base_url}/v1/responses` per loop step, turned into a validated Responses
- * object or a typed rollout error whose text carries the reference's key phrases (cases §0.3, decision C3).
+ * object or a typed rollout error whose text carries the reference's key phrases (decision C3 in docs/design.md).
  *
  * Composed from the shared client's pieces: `request()` (deadline over headers and body, bounded body, no
  * redirects followed, no proxy) inside `withRetries()` for connection-class failures only — a timed-out call is

@@ -1,6 +1,6 @@
 /**
- * The parser of the `gym` command line, in two layers as in the reference (§1.1): named flags per command, each
- * translated into `+key=value` overrides (§1.2), and every other token kept as a Hydra-style override. The final
+ * The parser of the `gym` command line, in two layers as in the reference: named flags per command, each
+ * translated into `+key=value` overrides, and every other token kept as a Hydra-style override. The final
  * override list is: `+verbose=true`, one coalesced `+config_paths=[…]`, the translated flags, the raw overrides.
  * What each command accepts is in `command-specs.ts`; this module only reads tokens against it.
  */

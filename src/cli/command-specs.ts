@@ -1,5 +1,5 @@
 /**
- * The commands of `gym` (§1.1): the groups and their actions, each command's flags in the order their overrides
+ * The commands of `gym` (the reference's verbs plus ours; docs/cli.md): the groups and their actions, each command's flags in the order their overrides
  * are written, its operands, a one-line summary and examples. The parser (`argv.ts`) and the help text
  * (`help.ts`) both read this table, so what is accepted and what is documented cannot drift apart.
  */

@@ -1,6 +1,6 @@
 /**
  * Every named flag `gym` knows, once: its spellings, its value kind, its help line and the `+key=value` override
- * it becomes (§1.2). Commands pick their flags from this table (`command-specs.ts`), so a flag shared by several
+ * it becomes (docs/cli.md, "Flags and overrides"). Commands pick their flags from this table (`command-specs.ts`), so a flag shared by several
  * commands is described in one place.
  */
 

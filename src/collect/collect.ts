@@ -345,7 +345,7 @@ async function dispatch(
   return stats;
 }
 
-/** §4.9: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */
+/** The aggregate metrics, as the reference computes them: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */
 async function aggregate(
   options: CollectOptions,
   paths: ArtifactPaths,

@@ -54,7 +54,7 @@ export function rowProblem(row: Row): string | undefined {
 const STAMPS = ['_ng_task_index', '_ng_rollout_index', 'agent_ref'] as const;
 const OPTIONAL_STAMPS = ['skills_ref', '_ng_attempt_index', '_ng_rollout_id'] as const;
 
-/** The keys the collector copies from a row onto its result (§4.5): the rollout key, agent_ref and run stamps. */
+/** The keys the collector copies from a row onto its result, as the reference does: the rollout key, agent_ref and run stamps. */
 export function identityOf(row: Row): Row {
   const identity: Row = {};
   for (const key of STAMPS) identity[key] = row[key];

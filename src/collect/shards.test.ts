@@ -1,4 +1,4 @@
-/** `gym eval aggregate` through the real CLI: two shards aggregate to exactly the single-run metrics (§9). */
+/** `gym eval aggregate` through the real CLI: two shards aggregate to exactly the single-run metrics. */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

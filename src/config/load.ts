@@ -1,6 +1,6 @@
 /**
  * Building the global config (reference `GlobalConfigDictParser.parse`), lowest precedence first:
- * config files from `config_paths` (recursive, §2.3) < the first env.yaml under the search roots < CLI
+ * config files from `config_paths` (recursive, as in the reference) < the first env.yaml under the search roots < CLI
  * overrides. Then: structural directives, the `???` check, server validation, host/port assignment,
  * interpolation, reference checks. The result is plain, fully resolved data.
  */

@@ -159,7 +159,7 @@ export function getServerInstance(config: GlobalConfig, name: string): ServerIns
   );
 }
 
-/** The §2.9 hint: close names among instances of that type, or the full list. */
+/** The reference's hint for an unknown instance name: close names among instances of that type, or the full list. */
 export function referenceHint(name: string, type: ServerType | undefined, instances: readonly InstanceShape[]): string {
   const candidates = instances
     .filter((instance) => type === undefined || instance.serverType === type)

@@ -1,7 +1,7 @@
 /**
- * Zod schemas of the two top-level bodies on the wire: the Response object a service returns (reference-gym.md
- * §6.1) and the create-params a request carries (`responses_create_params`, §6.5), with what they share: usage
- * (§6.3), tools, tool choice and the generation settings.
+ * Zod schemas of the two top-level bodies on the wire: the Response object a service returns and the
+ * create-params a request carries (`responses_create_params`), with what they share: usage, tools, tool choice and
+ * the generation settings (the contract: docs/services.md).
  *
  * Everything is a loose object (unknown fields tolerated) except the top level of create-params, which is strict,
  * mirroring the reference's `extra="forbid"`. No schema uses `.default()` or a transform: validation only checks,
@@ -12,7 +12,7 @@ import { InputItemSchema, OutputItemSchema } from './item-schemas.js';
 import { AnyObject, Int, nullableString } from './scalars.js';
 
 // ---------------------------------------------------------------------------------------------------
-// Usage (§6.3): every key required when usage is present; the two detail counts may be null.
+// Usage: every key required when usage is present; the two detail counts may be null.
 
 export const UsageSchema = z.looseObject({
   input_tokens: Int,
@@ -126,7 +126,7 @@ export const TRUNCATIONS = ['auto', 'disabled'] as const;
 const Truncation = z.enum(TRUNCATIONS);
 
 // ---------------------------------------------------------------------------------------------------
-// The Response object (§6.1). `output_text` is an SDK convenience, not part of the wire contract.
+// The Response object. `output_text` is an SDK convenience, not part of the wire contract.
 
 export const RESPONSE_STATUSES = ['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete'] as const;
 
@@ -167,7 +167,7 @@ export const ResponseSchema = z.looseObject({
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Request create-params (§6.5): strict at the top level only.
+// Request create-params: strict at the top level only.
 
 const INCLUDABLE = [
   'file_search_call.results',

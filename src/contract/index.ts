@@ -1,7 +1,7 @@
 /**
  * The Responses API wire contract (`tsgym/contract`): the one place that knows what a Responses object, an item,
  * a usage object and a request (`responses_create_params`) look like, as NeMo Gym validates them
- * (reference-gym.md §6, libraries.md §2), plus the few header and key names tsgym's own processes add (gym-wire.ts).
+ * (docs/services.md, "The contract your service implements"; why zod: docs/design.md, "Why these libraries"), plus the few header and key names tsgym's own processes add (gym-wire.ts).
  *
  * Rules that shape this folder:
  * - Validation only checks. Callers keep and forward the object they passed in (decision D17), so every

@@ -1,5 +1,5 @@
 /**
- * Zod schemas of the items a Responses body carries (reference-gym.md §6.2, §6.4): messages in their three forms,
+ * Zod schemas of the items a Responses body carries: messages in their three forms,
  * function calls and their outputs, reasoning, MCP and hosted-tool items, and the content parts inside them.
  * One union serves a response's `output` and a request's `input` and `instructions`; only whether a message must
  * name its `type` differs.
@@ -14,7 +14,7 @@ export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const
 const ItemStatus = z.enum(ITEM_STATUSES);
 
 // ---------------------------------------------------------------------------------------------------
-// Content parts (§6.4)
+// Content parts
 
 const InputTextPart = z.looseObject({ type: z.literal('input_text'), text: z.string() });
 const InputImagePart = z.looseObject({
@@ -116,7 +116,7 @@ function requireCompleteTokenMetadata(item: Record<string, unknown>, ctx: z.Refi
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Items (§6.2). One union serves input, output and instructions; only the message `type` differs.
+// Items. One union serves input, output and instructions; only the message `type` differs.
 
 export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'] as const;
 const MessageRole = z.enum(MESSAGE_ROLES);

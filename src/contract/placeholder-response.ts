@@ -1,5 +1,5 @@
 /**
- * The Responses object that stands in for a service's answer on a failure row (remote-agent-cases.md §0.1), so
+ * The Responses object that stands in for a service's answer on a failure row (docs/design.md, D2), so
  * every row has the same shape whether or not the service answered.
  */
 import type { ResponseObject } from './body-schemas.js';

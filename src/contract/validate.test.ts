@@ -56,7 +56,7 @@ function assertAcceptsSameObject<T>(result: Validation<T>, input: unknown): void
 
 // --- Response: valid shapes ---------------------------------------------------------------------------
 
-test('the minimal response of spec §6.1 is valid', () => {
+test('the minimal Response object of the contract is valid', () => {
   const response = specExample();
   assertAcceptsSameObject(validateResponse(response), response);
 });
