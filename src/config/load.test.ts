@@ -267,7 +267,7 @@ describe('interpolation', () => {
     assert.match(message, /'model\.api_key'.*'OPENAI_API_KEY'.*not set/);
   });
 
-  test('a reference to a missing key gives the reference's interpolation message', async () => {
+  test('a reference to a missing key gives the reference interpolation message', async () => {
     const dir = fixture({ 'a.yaml': 'model:\n  base_url: ${policy_base_url}\n' });
     const message = await loadError(dir, ['+config_paths=[a.yaml]']);
     assert.match(
