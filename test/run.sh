@@ -24,6 +24,29 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# The local-model brain's runtime (examples/local-llm): node-llama-cpp is an optional peer dependency, so npm ci
+# leaves it out. It is added here with this machine's CPU build only (a plain install also pulls every GPU build,
+# ~730 MB), staged in its own directory under node_modules/.cache and linked in: the project's tree, package.json
+# and lock stay as npm ci made them (installing in place with --omit=optional would remove the project's own
+# optional platform packages, esbuild's among them). Skipped when present; when the registry is out of reach, its
+# tests skip, saying why.
+LLAMA_VERSION=3.21.1
+LLAMA_PLATFORM="$(node -p 'process.platform + "-" + process.arch')"
+LLAMA_STAGE=".cache/tsgym-node-llama-cpp-$LLAMA_VERSION"
+if [[ $LLAMA_PLATFORM == linux-x64 || $LLAMA_PLATFORM == linux-arm64 ]] &&
+  [ "$(node -p "try { require('./node_modules/node-llama-cpp/package.json').version } catch { '' }")" != "$LLAMA_VERSION" ]; then
+  echo "npm test: installing node-llama-cpp@$LLAMA_VERSION (CPU build for $LLAMA_PLATFORM) for the local-model brain's tests…"
+  mkdir -p "node_modules/$LLAMA_STAGE"
+  echo '{"private": true}' >"node_modules/$LLAMA_STAGE/package.json"
+  if npm install --prefix "node_modules/$LLAMA_STAGE" --no-save --omit=optional --no-audit --no-fund --loglevel=error \
+    "node-llama-cpp@$LLAMA_VERSION" "@node-llama-cpp/$LLAMA_PLATFORM@$LLAMA_VERSION"; then
+    rm -rf node_modules/node-llama-cpp
+    ln -s "$LLAMA_STAGE/node_modules/node-llama-cpp" node_modules/node-llama-cpp
+  else
+    echo "npm test: node-llama-cpp could not be installed; the local-model brain's tests will skip." >&2
+  fi
+fi
+
 npx tsc -p tsconfig.json
 # The compiled twin of every test source (a test file deleted or moved leaves a stale twin in dist/, which must not run).
 mapfile -t tests < <(find src resources_servers responses_api_agents examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')

@@ -1,19 +1,21 @@
 /**
  * The agent service `gym quickstart` runs for the counter tasks (and `service.js` starts), with the chosen brain:
- * the deterministic planner (default; works offline), the Claude Code CLI, or an OpenAI-compatible model server.
+ * the deterministic planner (default; works offline), the Claude Code CLI, an OpenAI-compatible model server, or a
+ * GGUF model run in-process (`local`, with the optional node-llama-cpp).
  */
 import { ConfigError } from '../../src/errors.js';
 import type { Decide } from '../../src/service/index.js';
 import { serveExample, type ExampleServiceOptions, type StartedService } from '../example-service.js';
 import { claudeModel, createClaudeCliDecide, type ClaudeCliOptions } from '../claude-cli/brain.js';
 import { createOpenAiDecide, type OpenAiBrainOptions } from '../openai-compatible/brain.js';
+import { loadLocalBrain, type LocalBrainOptions } from '../local-llm/brain.js';
 import { createCounterPlanner } from './planner.js';
 
 export { createCounterPlanner, parseCounterTask, type CounterTask, type PlannerOptions } from './planner.js';
 export type { StartedService } from '../example-service.js';
 
-export type BrainKind = 'planner' | 'claude' | 'openai';
-export const BRAINS: readonly BrainKind[] = ['planner', 'claude', 'openai'];
+export type BrainKind = 'planner' | 'claude' | 'openai' | 'local';
+export const BRAINS: readonly BrainKind[] = ['planner', 'claude', 'openai', 'local'];
 
 export interface CounterServiceOptions extends ExampleServiceOptions {
   /** Default 'planner': the deterministic counter planner, no model involved. */
@@ -24,14 +26,32 @@ export interface CounterServiceOptions extends ExampleServiceOptions {
   claude?: ClaudeCliOptions;
   /** brain 'openai': required. */
   openai?: OpenAiBrainOptions;
+  /** brain 'local': required (the GGUF file, and optionally the generation limits). */
+  local?: LocalBrainOptions;
+}
+
+interface ChosenBrain {
+  decide: Decide;
+  brainName: string;
+  /** Frees what the brain holds (the local model), after the service stops. */
+  close?: () => Promise<void>;
 }
 
 export async function startCounterPlannerService(options: CounterServiceOptions = {}): Promise<StartedService> {
-  const { decide, brainName } = chooseBrain(options);
-  return serveExample(decide, brainName, options);
+  const brain = await chooseBrain(options);
+  let service: StartedService;
+  try {
+    service = await serveExample(brain.decide, brain.brainName, options);
+  } catch (error) {
+    await brain.close?.();
+    throw error;
+  }
+  if (!brain.close) return service;
+  const releaseBrain = brain.close;
+  return { ...service, close: () => service.close().finally(releaseBrain) };
 }
 
-function chooseBrain(options: CounterServiceOptions): { decide: Decide; brainName: string } {
+async function chooseBrain(options: CounterServiceOptions): Promise<ChosenBrain> {
   const brain = options.brain ?? 'planner';
   switch (brain) {
     case 'planner':
@@ -52,6 +72,13 @@ function chooseBrain(options: CounterServiceOptions): { decide: Decide; brainNam
         );
       }
       return { decide: createOpenAiDecide(options.openai), brainName: options.openai.model };
+    case 'local':
+      if (!options.local) {
+        throw new ConfigError(
+          "brain 'local' needs the model: pass local: {modelPath} (on the command line: --model FILE.gguf).",
+        );
+      }
+      return loadLocalBrain(options.local);
     default:
       throw new ConfigError(`unknown brain '${String(brain)}': choose one of ${BRAINS.join(', ')}.`);
   }

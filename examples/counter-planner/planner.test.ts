@@ -121,8 +121,12 @@ describe('counter planner service', () => {
     }
   });
 
-  test('an unknown brain or an openai brain without its server is a config error', async () => {
+  test('an unknown brain, or an openai or local brain without its model, is a config error', async () => {
     await assert.rejects(startCounterPlannerService({ brain: 'openai' }), /brain 'openai' needs the model server/);
+    await assert.rejects(
+      startCounterPlannerService({ brain: 'local' }),
+      /brain 'local' needs the model: .*--model FILE/,
+    );
     await assert.rejects(startCounterPlannerService({ brain: 'gpt' as never }), /unknown brain 'gpt'/);
   });
 });

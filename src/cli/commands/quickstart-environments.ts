@@ -130,13 +130,26 @@ function plannerOnly(settings: GlobalConfig, env: string, solver: string): void 
   }
 }
 
-/** The counter service's brain from `--brain` (planner, offline by default; claude; openai with its model flags). */
+/**
+ * The counter service's brain from `--brain` (planner, offline by default; claude; openai with its model flags;
+ * local with a GGUF file as --model).
+ */
 function counterServiceOptions(settings: GlobalConfig) {
   const brain = stringSetting(settings, 'brain') ?? 'planner';
-  if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai') {
+  if (brain !== 'planner' && brain !== 'claude' && brain !== 'openai' && brain !== 'local') {
     throw new ConfigError(
-      `--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude or openai.`,
+      `--brain ${brain} is not a brain the quickstart knows: choose planner (default, offline), claude, openai or local.`,
     );
+  }
+  if (brain === 'local') {
+    const modelPath = stringSetting(settings, 'policy_model_name');
+    if (!modelPath) {
+      throw new ConfigError(
+        '--brain local runs a GGUF model in-process: add --model <path of the .gguf file> ' +
+          '(it needs node-llama-cpp: npm install node-llama-cpp@3.21.1).',
+      );
+    }
+    return { brain, local: { modelPath } } as const;
   }
   if (brain === 'claude') {
     const model = stringSetting(settings, 'policy_model_name');
