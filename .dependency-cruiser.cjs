@@ -27,6 +27,7 @@ const LAYERS = [
   ['src/profile/'],
   ['src/queue/'],
   ['src/view/'],
+  ['src/explain/'],
   ['src/cli/'],
 ];
 
