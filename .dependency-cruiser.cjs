@@ -9,6 +9,7 @@ const LAYERS = [
   ['src/config/'],
   ['src/metrics/'],
   ['src/runfiles/'],
+  ['src/tracing/'],
   ['src/counter/'],
   ['src/server/'],
   // The two kits and the test doubles: each stands on the layers below, never on one another.

@@ -119,7 +119,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const key = /^t(\d+)r(\d+)a(\d+)$/.exec(job.id ?? '');
       const [task, rollout, attempt] = key ? [Number(key[1]), Number(key[2]), Number(key[3])] : [0, 0, 0];
       const used = current;
-      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body });
+      const trace = typeof data.traceparent === 'string' ? { traceparent: data.traceparent } : {};
+      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body, ...trace });
       if (isUndelivered(row)) {
         if (current === used) current = gate();
         log(

@@ -5,14 +5,39 @@
  * collector's stamps (C4) and still has a findable trace: `gym eval explain` derives it again from the status file.
  * Failure rows also carry it as `_ng_trace_id`. The salt is 16 random bytes, so ids stay unique across runs.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** The failure-row key that records the trace id of the attempt. */
 export const TRACE_ID_KEY = '_ng_trace_id';
+
+export function newTraceSalt(): string {
+  return randomBytes(16).toString('hex');
+}
 
 export function traceIdOf(salt: string, task: unknown, rollout: unknown, attempt: number): string {
   return createHash('sha256')
     .update(`${salt}:${String(task)}:${String(rollout)}:${attempt}`)
     .digest('hex')
     .slice(0, 32);
+}
+
+export function newSpanId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** `00-<trace id>-<parent span id>-01` (sampled). */
+export function traceparent(traceId: string, spanId: string): string {
+  return `00-${traceId}-${spanId}-01`;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** A received `traceparent` header's trace and parent span ids; undefined when absent or malformed (W3C §3.2). */
+export function parseTraceparent(value: unknown): { traceId: string; spanId: string; flags: string } | undefined {
+  if (typeof value !== 'string') return undefined;
+  const match = TRACEPARENT.exec(value.trim());
+  if (!match || match[1] === 'ff') return undefined;
+  const [, , traceId, spanId, flags] = match as unknown as [string, string, string, string, string];
+  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined;
+  return { traceId, spanId, flags };
 }
