@@ -121,10 +121,12 @@ export class ServiceClient {
   ): Promise<ServiceAnswer> {
     for (let overloadRetries = 0; ; overloadRetries++) {
       const res = await this.post(body, jar, budget, traceHeaders);
+      budget.trace?.serviceStatus(res.status);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
         const waitMs = retryAfterMs(res.headers['retry-after']);
         if (waitMs !== undefined && waitMs < budget.remainingMs()) {
           progress?.enter('retrying_overload');
+          budget.trace?.overloadRetry();
           await delay(waitMs, budget.signal);
           progress?.enter('calling_service');
           continue;
@@ -160,6 +162,7 @@ export class ServiceClient {
         { attempts: this.attempts, delayMs: this.retryDelayMs, retryOn: isConnectError, signal: budget.signal },
       );
     } catch (err) {
+      budget.trace?.serviceStatus(undefined);
       const failure = this.transportFailure(err, tries);
       if (failure instanceof RetryableRolloutError && this.secrets.length > 0) {
         throw new RetryableRolloutError(failure.code, this.safe(failure.message));

@@ -3,11 +3,14 @@
  * caller without one, e.g. NeMo Gym's collector, starts a fresh trace), and every hop of the rollout — seed, each
  * service call, each tool, verify — is a child span whose id goes out in that request's `traceparent`, with the
  * caller's `tracestate` passed through unchanged. Exported only when OTEL_* asks (src/tracing/spans.ts); otherwise
- * a hop costs one random span id. Attributes hold indices, names, classes, rewards and token counts only.
+ * a hop costs one random span id. Attributes hold indices, names, classes, rewards and token counts only. The same
+points feed the agent's Prometheus metrics (src/prometheus/metrics.ts): rollouts in flight and finished by outcome
+class, hop latencies, service status codes, overload retries.
  */
-import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { agentMetrics, observeHop, statusLabel } from '../../src/prometheus/metrics.js';
 import type { Row } from '../../src/runfiles/row.js';
-import { parseTraceparent } from '../../src/runfiles/trace-context.js';
+import { newSpanId, newTraceId, parseTraceparent } from '../../src/runfiles/trace-context.js';
 import type { HopSpan, RolloutTracer, SpanAttributes } from '../../src/tracing/types.js';
 
 export interface TraceHeaders {
@@ -42,10 +45,11 @@ export class RolloutTrace {
     attributes['gym.attempt'] = typeof row._ng_attempt_index === 'number' ? row._ng_attempt_index : 0;
     this.rollout = tracer.start(
       'rollout',
-      parent ?? { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') },
+      parent ?? { traceId: newTraceId(), spanId: newSpanId() },
       'server',
       attributes,
     );
+    agentMetrics.inFlight.inc();
   }
 
   get traceId(): string {
@@ -55,7 +59,17 @@ export class RolloutTrace {
   /** A client span for one request of the rollout; `headers()` gives what that request carries. */
   hop(name: string, attributes?: SpanAttributes): { span: HopSpan; headers: Record<string, string> } {
     const span = this.tracer.start(name, this.rollout, 'client', attributes);
-    return { span, headers: span.headers(this.tracestate) };
+    return { span: new TimedHop(span, hopKind(name)), headers: span.headers(this.tracestate) };
+  }
+
+  /** The status of a service response (for `gym_agent_service_responses_total`). */
+  serviceStatus(status: number | undefined): void {
+    agentMetrics.serviceResponses.inc({ status_code: statusLabel(status) });
+  }
+
+  /** A service call sent again after a 429/503 with Retry-After. */
+  overloadRetry(): void {
+    agentMetrics.retries.inc({ kind: 'overload' });
   }
 
   /** The next service call's span (`service call k`, k counting from 1). */
@@ -90,5 +104,38 @@ export class RolloutTrace {
       ...(outcome.terminal ? { 'gym.failure_terminal': true } : {}),
     });
     this.rollout.end(outcome.error);
+    agentMetrics.inFlight.dec();
+    agentMetrics.finished.inc({ outcome_class: outcome.failureClass ?? 'completed' });
+  }
+}
+
+function hopKind(name: string): string {
+  if (name.startsWith('service call')) return 'service_call';
+  if (name.startsWith('tool ')) return 'tool';
+  return name; // seed, verify
+}
+
+/** A hop's span that also feeds its duration to `gym_agent_hop_duration_seconds` when it ends. */
+class TimedHop implements HopSpan {
+  private readonly startedAt = performance.now();
+  constructor(
+    private readonly span: HopSpan,
+    private readonly kind: string,
+  ) {}
+  get traceId(): string {
+    return this.span.traceId;
+  }
+  get spanId(): string {
+    return this.span.spanId;
+  }
+  headers(tracestate?: string): Record<string, string> {
+    return this.span.headers(tracestate);
+  }
+  setAttributes(attributes: SpanAttributes): void {
+    this.span.setAttributes(attributes);
+  }
+  end(error?: string): void {
+    observeHop(this.kind, (performance.now() - this.startedAt) / 1000);
+    this.span.end(error);
   }
 }

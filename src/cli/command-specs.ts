@@ -142,7 +142,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
   worker: {
     summary:
       "Take rollout jobs of gym eval run --queue from Redis and run each through this machine's environment (found through its head server); Ctrl-C drains.",
-    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency],
+    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency, FLAGS.metricsPort],
     examples: [
       'gym worker --queue redis://10.0.0.2:6379 --concurrency 32',
       'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001',

@@ -177,6 +177,13 @@ export const FLAGS = {
     help: "The run's rollouts file (+rollouts_jsonl_fpath).",
   },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
+  metricsPort: {
+    long: '--metrics-port',
+    value: 'int',
+    metavar: 'N',
+    key: 'metrics_port',
+    help: 'Serve Prometheus metrics on GET http://<metrics_host>:N/metrics (+metrics_port; host +metrics_host, default 127.0.0.1).',
+  },
   full: {
     long: '--full',
     key: 'full',

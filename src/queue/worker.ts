@@ -12,6 +12,7 @@ import type { AgentDirectory } from '../collect/agents.js';
 import type { Row } from '../runfiles/row.js';
 import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
+import { countedExecutor } from './worker-metrics.js';
 import { connect } from './connection.js';
 import {
   connectionOptions,
@@ -93,7 +94,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         urlOf: (agent) => agents.urlOf(agent),
         warn: (line) => log(`worker ${id}: ${line}`),
       });
-      return { reachability, execute: httpAgentExecutor(agents, run.runTimeoutMs, reachability) };
+      return { reachability, execute: countedExecutor(httpAgentExecutor(agents, run.runTimeoutMs, reachability)) };
     };
     let current = gate();
     return async (job: Job<JobData>, token?: string): Promise<void> => {

@@ -5,13 +5,13 @@
  * collector's stamps (C4) and still has a findable trace: `gym eval explain` derives it again from the status file.
  * Failure rows also carry it as `_ng_trace_id`. The salt is 16 random bytes, so ids stay unique across runs.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 /** The failure-row key that records the trace id of the attempt. */
 export const TRACE_ID_KEY = '_ng_trace_id';
 
 export function newTraceSalt(): string {
-  return randomBytes(16).toString('hex');
+  return randomHex(16);
 }
 
 export function traceIdOf(salt: string, task: unknown, rollout: unknown, attempt: number): string {
@@ -21,8 +21,27 @@ export function traceIdOf(salt: string, task: unknown, rollout: unknown, attempt
     .slice(0, 32);
 }
 
+/** Random bytes drawn in bulk: a span id per hop must not cost a system call each. */
+const POOL_BYTES = 4096;
+const pool = Buffer.alloc(POOL_BYTES);
+let poolOffset = POOL_BYTES;
+
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > POOL_BYTES) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return hex;
+}
+
 export function newSpanId(): string {
-  return randomBytes(8).toString('hex');
+  return randomHex(8);
+}
+
+export function newTraceId(): string {
+  return randomHex(16);
 }
 
 /** `00-<trace id>-<parent span id>-01` (sampled). */
