@@ -14,6 +14,26 @@ function routeKind(method: string, path: string): string {
   return 'tool';
 }
 
+/** The labelled children, looked up once per (route, status class): label hashing stays off the request path. */
+const requestChildren = new Map<string, { inc(): void }>();
+const secondsChildren = new Map<string, { observe(value: number): void }>();
+
+function count(route: string, statusClass: string, seconds: number): void {
+  const key = `${route} ${statusClass}`;
+  let requests = requestChildren.get(key);
+  if (!requests) {
+    requests = environmentMetrics.requests.labels(route, statusClass);
+    requestChildren.set(key, requests);
+  }
+  requests.inc();
+  let timer = secondsChildren.get(route);
+  if (!timer) {
+    timer = environmentMetrics.seconds.labels(route);
+    secondsChildren.set(route, timer);
+  }
+  timer.observe(seconds);
+}
+
 export function environmentMetricsMiddleware(): Middleware {
   return async (req, next) => {
     const route = routeKind(req.method, req.path);
@@ -24,8 +44,7 @@ export function environmentMetricsMiddleware(): Middleware {
       status = reply.status ?? 200;
       return reply;
     } finally {
-      environmentMetrics.requests.inc({ route, status_class: `${Math.floor(status / 100)}xx` });
-      environmentMetrics.seconds.observe({ route }, (performance.now() - startedAt) / 1000);
+      count(route, `${Math.floor(status / 100)}xx`, (performance.now() - startedAt) / 1000);
     }
   };
 }
