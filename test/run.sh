@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # program on PATH (or absolute path) -> Debian package that provides it
-declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [/usr/bin/chromium]=chromium [bwrap]=bubblewrap [ip]=iproute2)
+declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [prometheus]=prometheus [/usr/bin/chromium]=chromium [bwrap]=bubblewrap [ip]=iproute2)
 missing=()
 for program in "${!NEEDS[@]}"; do
   if [[ $program == /* ]]; then [ -x "$program" ] || missing+=("${NEEDS[$program]}"); else command -v "$program" >/dev/null || missing+=("${NEEDS[$program]}"); fi

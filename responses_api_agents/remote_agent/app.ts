@@ -60,6 +60,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
     log,
     limiter: new FifoSemaphore(config.concurrency),
     registry,
+    agentName: options.name ?? 'remote_agent',
     environment: options.environment ?? new Environment(options.resourcesServer.name, options.resourcesServer.url),
     service: new ServiceClient({
       baseUrl: config.agentBaseUrl,
@@ -86,6 +87,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
       const result = await runRollout(body, ctx, {
         callerSignal: req.signal,
         stepLatency: req.headers[STEP_LATENCY_HEADER] === '1',
+        trace: { traceparent: req.headers.traceparent, tracestate: req.headers.tracestate },
       });
       // A verified row is the environment's JSON text, sent on as is (C4); a failure row is encoded here.
       return result instanceof VerifiedRow

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { RetryableRolloutError } from '../../src/errors.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { pyFloat } from './config.js';
+import type { RolloutTrace } from './trace.js';
 
 /**
  * The whole-rollout bound (decision D13): a rollout holds one concurrency slot from admission to its end, its
@@ -18,6 +19,8 @@ export interface RunBudget {
   deadline: number;
   /** Milliseconds left before the deadline (never negative). */
   remainingMs(): number;
+  /** The rollout's trace: each hop's request carries its span's `traceparent` (D25). */
+  trace?: RolloutTrace;
 }
 
 /** When a rollout was queued and admitted (`performance.now()` values), for the timing keys of its row. */

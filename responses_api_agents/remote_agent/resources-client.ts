@@ -64,6 +64,7 @@ export class Environment {
     if (typeof reward !== 'number' || !Number.isFinite(reward)) {
       throw invalidVerifyBody(reward === undefined ? '`reward` is missing' : '`reward` is not a number');
     }
+    if (budget.trace) budget.trace.reward = reward;
     return new VerifiedRow(res.text());
   }
 
@@ -82,16 +83,22 @@ export class Environment {
     jar: CookieJar,
     budget: RunBudget,
   ): Promise<HttpResponse> {
+    const hop = budget.trace?.hop(spanName(path), { 'gym.environment': this.name });
     try {
-      return await callInternal(`${this.url}${path}`, {
+      const res = await callInternal(`${this.url}${path}`, {
         jsonText,
         jar,
         maxBodyBytes: ENVIRONMENT_MAX_BODY_BYTES,
         // The run deadline bounds every hop; the budget's signal cuts it at that moment.
         timeoutMs: Math.max(1, budget.remainingMs()),
         signal: budget.signal,
+        ...(hop ? { headers: hop.headers } : {}),
       });
+      hop?.span.setAttributes({ 'http.response.status_code': res.status });
+      hop?.span.end(isSuccess(res) ? undefined : `HTTP ${res.status}`);
+      return res;
     } catch (err) {
+      hop?.span.end(err instanceof HttpTransportError ? err.kind : 'error');
       throw this.transportFailure(err, path);
     }
   }
@@ -127,6 +134,13 @@ export class VerifiedRow {
       `${this.text.slice(0, end)},${JSON.stringify(name)}:${JSON.stringify(value)}${this.text.slice(end)}`,
     );
   }
+}
+
+/** `seed`, `verify`, or `tool NAME` (D25). */
+function spanName(path: string): string {
+  if (path === '/seed_session') return 'seed';
+  if (path === '/verify') return 'verify';
+  return `tool ${path.slice(1)}`;
 }
 
 function bootOf(res: HttpResponse): string | undefined {

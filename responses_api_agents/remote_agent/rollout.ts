@@ -25,6 +25,9 @@ import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
 import { StepBody } from './step-body.js';
+import { rolloutTracer } from '../../src/tracing/spans.js';
+import { TRACE_ID_KEY } from '../../src/runfiles/trace-context.js';
+import { RolloutTrace, type TraceHeaders } from './trace.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
@@ -43,6 +46,8 @@ export interface RolloutContext {
   log: AgentLog;
   /** In-flight rollouts for `GET /status`. */
   registry?: RolloutRegistry;
+  /** The agent instance's name, for the rollout span (D25). */
+  agentName?: string;
 }
 
 export const FAILURE_CLASS = 'remote_agent_error';
@@ -63,6 +68,7 @@ export const STALE_RESULT_KEYS = [
   '_ng_rollout_duration_secs',
   '_ng_queue_wait_secs',
   '_ng_step_latency_secs',
+  TRACE_ID_KEY,
   USAGE_FILLED_KEY,
 ] as const;
 
@@ -81,6 +87,8 @@ export interface RunOptions {
    * caller, NeMo Gym's collector included, gets exactly what `/verify` returned (C4). Failure rows always carry it.
    */
   stepLatency?: boolean;
+  /** The `/run` request's `traceparent` and `tracestate`, continued by the rollout's spans (D25). */
+  trace?: TraceHeaders;
 }
 
 /**
@@ -99,6 +107,10 @@ export async function runRollout(
   const clock: RunClock = { queuedAt: performance.now() };
   const trajectory = new Trajectory();
   const progress = ctx.registry?.begin(row);
+  const trace = new RolloutTrace(await rolloutTracer('tsgym-remote-agent'), options.trace ?? {}, row, {
+    agent: ctx.agentName ?? 'remote_agent',
+    environment: ctx.environment.name,
+  });
   try {
     if ('skills_ref' in row) {
       ctx.log.warn(
@@ -110,15 +122,28 @@ export async function runRollout(
     if (!params.ok) {
       throw terminal('REMOTE_AGENT_BAD_ROW', `the row's responses_create_params is invalid: ${params.message}`);
     }
-    return await withRunBudget(
+    const verified = await withRunBudget(
       ctx.limiter,
       ctx.config.runTimeoutSecs,
-      (budget) => seedLoopVerify(row, params.value, budget, trajectory, ctx, progress, options.stepLatency === true),
+      (budget) => {
+        budget.trace = trace;
+        return seedLoopVerify(row, params.value, budget, trajectory, ctx, progress, options.stepLatency === true);
+      },
       { clock, ...(options.callerSignal ? { callerSignal: options.callerSignal } : {}) },
     );
+    trace.finish({ reward: trace.reward ?? 0 });
+    return verified;
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
-    return failureRow(row, err, ctx, trajectory, clock);
+    const failure = failureRow(row, err, ctx, trajectory, clock);
+    failure[TRACE_ID_KEY] = trace.traceId;
+    trace.finish({
+      failureClass: FAILURE_CLASS,
+      terminal: failure._ng_failure_terminal === true,
+      reward: 0,
+      error: isGymError(err) ? err.code : 'unexpected error',
+    });
+    return failure;
   } finally {
     if (progress) ctx.registry?.end(progress);
   }

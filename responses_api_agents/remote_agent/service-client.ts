@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
 import { validateResponseFillingEchoes, type EchoSource } from '../../src/contract/echo-fill.js';
 import { validateResponse, type ResponseObject } from '../../src/contract/index.js';
-import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
+import { isGymError, RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
 import type { Dispatcher } from 'undici';
 import {
   createDispatcher,
@@ -97,12 +97,36 @@ export class ServiceClient {
     budget: RunBudget,
     progress?: RolloutProgress,
   ): Promise<ServiceAnswer> {
+    // The step's span (D25): its id goes out in the call's traceparent; overload retries stay inside it.
+    const hop = budget.trace?.serviceCall();
+    if (!hop) return this.respondOnSpan(body, sent, jar, budget, progress, undefined);
+    try {
+      const answer = await this.respondOnSpan(body, sent, jar, budget, progress, hop.headers);
+      budget.trace?.usage(hop.span, answer.response.usage);
+      hop.span.end();
+      return answer;
+    } catch (err) {
+      hop.span.end(isGymError(err) ? err.code : 'error');
+      throw err;
+    }
+  }
+
+  private async respondOnSpan(
+    body: Buffer,
+    sent: EchoSource,
+    jar: CookieJar,
+    budget: RunBudget,
+    progress: RolloutProgress | undefined,
+    traceHeaders: Record<string, string> | undefined,
+  ): Promise<ServiceAnswer> {
     for (let overloadRetries = 0; ; overloadRetries++) {
-      const res = await this.post(body, jar, budget);
+      const res = await this.post(body, jar, budget, traceHeaders);
+      budget.trace?.serviceStatus(res.status);
       if (OVERLOAD_STATUSES.has(res.status) && overloadRetries < MAX_OVERLOAD_RETRIES) {
         const waitMs = retryAfterMs(res.headers['retry-after']);
         if (waitMs !== undefined && waitMs < budget.remainingMs()) {
           progress?.enter('retrying_overload');
+          budget.trace?.overloadRetry();
           await delay(waitMs, budget.signal);
           progress?.enter('calling_service');
           continue;
@@ -112,7 +136,13 @@ export class ServiceClient {
     }
   }
 
-  private async post(body: Buffer, jar: CookieJar, budget: RunBudget): Promise<HttpResponse> {
+  private async post(
+    body: Buffer,
+    jar: CookieJar,
+    budget: RunBudget,
+    traceHeaders?: Record<string, string>,
+  ): Promise<HttpResponse> {
+    const headers = traceHeaders ? { ...this.headers, ...traceHeaders } : this.headers;
     let tries = 0;
     try {
       return await withRetries(
@@ -125,13 +155,14 @@ export class ServiceClient {
             timeoutMs: this.options.timeoutSecs * 1000,
             maxBodyBytes: this.options.maxResponseBytes,
             signal: budget.signal,
-            ...(this.headers ? { headers: this.headers } : {}),
+            ...(headers ? { headers } : {}),
             ...(this.pool ? { dispatcher: this.pool } : {}),
           });
         },
         { attempts: this.attempts, delayMs: this.retryDelayMs, retryOn: isConnectError, signal: budget.signal },
       );
     } catch (err) {
+      budget.trace?.serviceStatus(undefined);
       const failure = this.transportFailure(err, tries);
       if (failure instanceof RetryableRolloutError && this.secrets.length > 0) {
         throw new RetryableRolloutError(failure.code, this.safe(failure.message));

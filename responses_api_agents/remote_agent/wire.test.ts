@@ -50,13 +50,14 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 7: the only header Gym sets is Content-Type: application/json — no auth, no Gym headers, no env cookie', async () => {
+  test('case 7: Gym sets only Content-Type: application/json and the W3C traceparent (D25) — no auth, no Gym headers, no env cookie', async () => {
     const h = await startHarness({ service: [finalAnswer('42')] });
     try {
       await h.run(basicRow());
       const headers = h.service.calls[0]!.headers;
       assert.equal(headers['content-type'], 'application/json');
-      const allowed = new Set(['host', 'connection', 'content-type', 'content-length']);
+      assert.match(String(headers.traceparent), /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const allowed = new Set(['host', 'connection', 'content-type', 'content-length', 'traceparent']);
       assert.deepEqual(
         Object.keys(headers).filter((name) => !allowed.has(name)),
         [],

@@ -91,6 +91,17 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     flags: [FLAGS.config, FLAGS.searchDir, FLAGS.inputGlob, FLAGS.output],
     examples: ["gym eval aggregate -i 'results/shard_*.jsonl' -o results/merged.jsonl"],
   },
+  'eval explain': {
+    summary:
+      'Explain one rollout from the run files alone: outcome and class, each step with its latency, tools and what they returned, the failing hop, retries, worker, trace id, and the command that re-runs it.',
+    flags: [FLAGS.full, FLAGS.inputRow],
+    positionals: ['results', 'task[:rollout]'],
+    examples: [
+      'gym eval explain results/rollouts.jsonl 812:1',
+      'gym eval explain results/rollouts.jsonl 812 --full',
+      'gym eval explain results/rollouts.jsonl 812:1 --input-row > task812_1.jsonl',
+    ],
+  },
   quickstart: {
     summary:
       'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
@@ -131,7 +142,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
   worker: {
     summary:
       "Take rollout jobs of gym eval run --queue from Redis and run each through this machine's environment (found through its head server); Ctrl-C drains.",
-    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency],
+    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency, FLAGS.metricsPort],
     examples: [
       'gym worker --queue redis://10.0.0.2:6379 --concurrency 32',
       'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001',
@@ -161,7 +172,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
 /** Commands of two words (`gym env start`): the group and its actions. */
 export const COMMAND_GROUPS: Record<string, string[]> = {
   env: ['start', 'status', 'stop', 'resolve'],
-  eval: ['run', 'profile', 'aggregate'],
+  eval: ['run', 'profile', 'aggregate', 'explain'],
   agent: ['check'],
   new: ['environment', 'service'],
 };

@@ -177,6 +177,23 @@ export const FLAGS = {
     help: "The run's rollouts file (+rollouts_jsonl_fpath).",
   },
   json: { long: '--json', key: 'json', help: 'Machine-readable JSON output (+json=true).' },
+  metricsPort: {
+    long: '--metrics-port',
+    value: 'int',
+    metavar: 'N',
+    key: 'metrics_port',
+    help: 'Serve Prometheus metrics on GET http://<metrics_host>:N/metrics (+metrics_port; host +metrics_host, default 127.0.0.1).',
+  },
+  full: {
+    long: '--full',
+    key: 'full',
+    help: 'Print tool arguments, tool outputs, messages and error bodies whole instead of truncated (+full=true).',
+  },
+  inputRow: {
+    long: '--input-row',
+    key: 'input_row',
+    help: "Print the selected rollouts' input rows as dispatched (one JSON line each), to feed back to gym eval run -i (+input_row=true).",
+  },
   caFile: {
     long: '--ca-file',
     value: 'string',

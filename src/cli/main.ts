@@ -14,6 +14,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   'eval run': async () => (await import('./commands/eval.js')).evalRun,
   'eval profile': async () => (await import('./commands/eval.js')).evalProfile,
   'eval aggregate': async () => (await import('./commands/eval.js')).evalAggregate,
+  'eval explain': async () => (await import('./commands/explain.js')).evalExplain,
   quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
   'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,
   'new environment': async () => (await import('./commands/new.js')).newEnvironment,

@@ -60,6 +60,8 @@ import {
 } from './routing.js';
 import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import type { HopSpan } from '../tracing/types.js';
+import { CollectorTraces } from './trace.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
@@ -216,6 +218,8 @@ async function prepareResume(
 interface DispatchJob extends RolloutJob {
   identity: Row;
   previous: Outcome;
+  /** The attempt's root span (D25). */
+  span?: HopSpan;
 }
 
 interface DispatchStats {
@@ -245,8 +249,10 @@ async function dispatch(
     stream: io.progressStream,
     detail: options.progressDetail,
   });
+  const traces = await CollectorTraces.open(paths.status, prepared.cache !== undefined);
   const board = new RunStatusBoard({
     file: paths.status,
+    traceSalt: traces.salt,
     total: prepared.toRun,
     stallWarningSecs: config.stallWarningSecs,
     source: options.stageSource ?? agentStatusSource(options.agents),
@@ -267,6 +273,7 @@ async function dispatch(
     stamp(result, job.identity);
     const from = job.previous;
     const route = routeOf(result);
+    if (job.span) traces.settle(job.span, result, route);
     board.settle(job, result, route);
     // The board has the step latencies now; a success row is the verify response plus stamps (C4), so they go.
     if (route === 'rollouts') delete result[STEP_LATENCY_KEY];
@@ -329,6 +336,8 @@ async function dispatch(
       const problem = rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
       else {
+        job.span = traces.begin(job);
+        job.traceparent = job.span.headers().traceparent!;
         board.track(job);
         await queue.submit(job);
       }
@@ -340,6 +349,7 @@ async function dispatch(
     failuresFile.close();
     board.finish(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
     progress.finish();
+    await traces.shutdown();
   }
   if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);
   return stats;

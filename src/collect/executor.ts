@@ -16,6 +16,8 @@ export interface RolloutJob {
    * text, not parsed rows, and a remote worker needs nothing else.
    */
   body: string;
+  /** The W3C `traceparent` the `/run` request carries (D25); absent from callers that trace nothing. */
+  traceparent?: string;
 }
 
 /** Runs one job to a result row. Never rejects: every failure comes back as a failure row. */

@@ -116,7 +116,10 @@ export function httpAgentExecutor(
       if (!(await reachability.ready(job.agent))) return undeliveredResult();
       try {
         // Asks the remote agent for step latencies on success results too (the status board folds them in).
-        res = await request(url, { method: 'POST', jsonText: job.body, headers: STEP_LATENCY_REQUEST, timeoutMs });
+        const headers = job.traceparent
+          ? { ...STEP_LATENCY_REQUEST, traceparent: job.traceparent }
+          : STEP_LATENCY_REQUEST;
+        res = await request(url, { method: 'POST', jsonText: job.body, headers, timeoutMs });
         break;
       } catch (err) {
         if (neverDelivered(err)) {

@@ -135,6 +135,8 @@ export interface StatusBoardOptions {
   warn?: (line: string) => void;
   intervalMs?: number;
   now?: () => number;
+  /** The run's trace salt (D25), written as `trace_salt` so trace ids stay derivable. */
+  traceSalt?: string;
 }
 
 /** History points kept at most; when full, every other point is dropped and the spacing doubles. */
@@ -302,6 +304,7 @@ export class RunStatusBoard {
       updated_at: new Date().toISOString(),
       elapsed_s: seconds(at - this.startedAt),
       stall_warning_secs: this.options.stallWarningSecs,
+      ...(this.options.traceSalt ? { trace_salt: this.options.traceSalt } : {}),
       totals: {
         total: this.options.total,
         done: this.done,

@@ -154,6 +154,8 @@ export interface WorkerPresence {
 export interface JobData {
   agent: string;
   body: string;
+  /** The collector's `traceparent` for the attempt (D25), sent on by the worker's `/run`. */
+  traceparent?: string;
 }
 
 /** A job's result: the row `/run` produced (or the failure row) and the worker that produced it. */

@@ -213,7 +213,11 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       };
       const addJob = (jobId: string, job: J): void => {
         if (pendingAdds.length === 0) setImmediate(flushAdds);
-        pendingAdds.push({ name: 'rollout', data: { agent: job.agent, body: job.body }, opts: { jobId } });
+        pendingAdds.push({
+          name: 'rollout',
+          data: { agent: job.agent, body: job.body, ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
+          opts: { jobId },
+        });
       };
 
       /** Reads the results list in batches, records them, then trims what was recorded. */

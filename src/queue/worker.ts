@@ -12,6 +12,7 @@ import type { AgentDirectory } from '../collect/agents.js';
 import type { Row } from '../runfiles/row.js';
 import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
+import { countedExecutor } from './worker-metrics.js';
 import { connect } from './connection.js';
 import { serveAggregations } from './remote-aggregate.js';
 import {
@@ -96,7 +97,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         urlOf: (agent) => agents.urlOf(agent),
         warn: (line) => log(`worker ${id}: ${line}`),
       });
-      return { reachability, execute: httpAgentExecutor(agents, run.runTimeoutMs, reachability) };
+      return { reachability, execute: countedExecutor(httpAgentExecutor(agents, run.runTimeoutMs, reachability)) };
     };
     let current = gate();
     return async (job: Job<JobData>, token?: string): Promise<void> => {
@@ -122,7 +123,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const key = /^t(\d+)r(\d+)a(\d+)$/.exec(job.id ?? '');
       const [task, rollout, attempt] = key ? [Number(key[1]), Number(key[2]), Number(key[3])] : [0, 0, 0];
       const used = current;
-      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body });
+      const trace = typeof data.traceparent === 'string' ? { traceparent: data.traceparent } : {};
+      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body, ...trace });
       if (isUndelivered(row)) {
         if (current === used) current = gate();
         log(

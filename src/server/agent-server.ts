@@ -1,5 +1,6 @@
 import { isGymError, describeError } from '../errors.js';
 import { App, HttpError, type GymReply, type GymRequest } from '../http/server.js';
+import { serveMetrics } from '../prometheus/metrics.js';
 
 /**
  * The base every agent server is written on: the four routes the collector and other servers rely on, each
@@ -9,6 +10,7 @@ import { App, HttpError, type GymReply, type GymRequest } from '../http/server.j
  * - `POST /v1/responses`      the agent as a Responses-speaking service (create-params in, trajectory out).
  * - `POST /aggregate_metrics` metrics over finished rollouts (agents usually proxy their resources server).
  * - `GET /`                   liveness.
+ * - `GET /metrics`            Prometheus exposition (src/prometheus/metrics.ts).
  *
  * A handler that throws answers 500 with a JSON body naming the failure's class and code, so a caller learns
  * "terminal" structurally (decision D3) instead of by searching the text. `HttpError`s keep their own status.
@@ -49,6 +51,7 @@ export function createAgentServer(spec: AgentServerSpec): App {
   app.post('/run', guarded(spec.run));
   app.post('/v1/responses', guarded(spec.responses));
   app.post('/aggregate_metrics', guarded(spec.aggregateMetrics));
+  serveMetrics(app);
   return app;
 }
 

@@ -3,6 +3,9 @@ import { validateCreateParams, validateResponse, type CreateParams, type Respons
 import { App, HttpError, parseBody, type GymRequest } from '../http/server.js';
 import { computeAggregateMetrics, type TaskMetricsHook } from '../metrics/metrics.js';
 import { sessionIdOf, sessionMiddleware } from './session.js';
+import { traceMiddleware } from './trace-middleware.js';
+import { environmentMetricsMiddleware } from './metrics-middleware.js';
+import { serveMetrics } from '../prometheus/metrics.js';
 
 /**
  * The base every environment ("resources server") is written on: a signed session per rollout, `/seed_session`,
@@ -55,6 +58,10 @@ const AggregateBody = z.object({ verify_responses: z.array(z.record(z.string(), 
 
 export function createResourcesServer<Seed>(spec: ResourcesServerSpec<Seed>): App {
   const app = new App({ onError: (err, req) => logError(spec.instanceName, req, err) });
+  const traced = traceMiddleware(`tsgym-env-${spec.instanceName}`, spec.instanceName);
+  if (traced) app.use(traced);
+  app.use(environmentMetricsMiddleware());
+  serveMetrics(app);
   app.use(sessionMiddleware(`${spec.className}___${spec.instanceName}`));
   const ctx = (req: GymRequest): SessionContext => ({ sessionId: sessionIdOf(req), req });
 

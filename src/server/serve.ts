@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
 import { GymError } from '../errors.js';
 import { guardProcess, type App } from '../http/server.js';
+import { flushTracing } from '../tracing/spans.js';
 
 export interface ServeContext {
   global: GlobalConfig;
@@ -46,6 +47,7 @@ export async function serveInstance(
       void listening
         .close()
         .then(() => options.onShutdown?.())
+        .then(() => flushTracing())
         .catch((err: unknown) =>
           process.stderr.write(`Error while stopping: ${err instanceof Error ? err.message : String(err)}\n`),
         )

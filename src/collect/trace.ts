@@ -1,0 +1,64 @@
+/**
+ * The collector's side of a rollout's trace (D25): one root `rollout` span per attempt, whose trace id is derived
+ * from the run's salt (src/runfiles/trace-context.ts) and whose span id is the parent named in the `/run` request's
+ * `traceparent`. The salt is kept in `<stem>_status.json`; a resumed run reuses it, so every row of the run, from any
+ * session, has its trace id derivable by `gym eval explain`. A failure row carries it as `_ng_trace_id`; a success
+ * row never does (C4).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { isPlainObject } from '../config/types.js';
+import type { Row } from '../runfiles/row.js';
+import { newTraceSalt, traceIdOf, TRACE_ID_KEY } from '../runfiles/trace-context.js';
+import { flushTracing, rolloutTracer } from '../tracing/spans.js';
+import type { HopSpan, RolloutTracer } from '../tracing/types.js';
+
+/** The salt a previous session of this run wrote into its status file, if any. */
+function previousSalt(statusPath: string): string | undefined {
+  if (!existsSync(statusPath)) return undefined;
+  try {
+    const status: unknown = JSON.parse(readFileSync(statusPath, 'utf8'));
+    const salt = isPlainObject(status) ? status.trace_salt : undefined;
+    return typeof salt === 'string' && /^[0-9a-f]{32}$/.test(salt) ? salt : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class CollectorTraces {
+  private constructor(
+    readonly salt: string,
+    private readonly tracer: RolloutTracer,
+  ) {}
+
+  static async open(statusPath: string, resuming: boolean): Promise<CollectorTraces> {
+    const salt = (resuming ? previousSalt(statusPath) : undefined) ?? newTraceSalt();
+    return new CollectorTraces(salt, await rolloutTracer('tsgym-collector'));
+  }
+
+  /** The attempt's root span; `headers()` is what its `/run` request carries. */
+  begin(job: { task: number; rollout: number; attempt: number; agent: string }): HopSpan {
+    return this.tracer.startRoot('rollout', traceIdOf(this.salt, job.task, job.rollout, job.attempt), 'client', {
+      'gym.task_index': job.task,
+      'gym.rollout_index': job.rollout,
+      'gym.attempt': job.attempt,
+      'gym.agent': job.agent,
+    });
+  }
+
+  /** Ends the span with the result's outcome; a failure row gets the trace id. */
+  settle(span: HopSpan, result: Row, route: string): void {
+    if (route === 'failures') result[TRACE_ID_KEY] = span.traceId;
+    if (!this.tracer.exporting) return;
+    const failureClass = typeof result._ng_failure_class === 'string' ? result._ng_failure_class : undefined;
+    span.setAttributes({
+      'gym.outcome_class': failureClass ?? (route === 'rollouts' ? 'completed' : 'not_persisted'),
+      'gym.reward': typeof result.reward === 'number' ? result.reward : 0,
+    });
+    span.end(failureClass);
+  }
+
+  /** Sends the buffered spans (bounded in time) before the command exits. */
+  shutdown(): Promise<void> {
+    return flushTracing();
+  }
+}

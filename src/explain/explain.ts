@@ -1,0 +1,143 @@
+/**
+ * `gym eval explain RESULTS TASK[:ROLLOUT]`: the account of one rollout (./account.ts) from the run's files, a
+ * one-line summary per rollout when a task has several, or (`--input-row`) the rollout's dataset rows as dispatched,
+ * ready to feed back to `gym eval run -i` so just that rollout runs again.
+ */
+import { isPlainObject } from '../config/types.js';
+import { ConfigError } from '../errors.js';
+import type { Row } from '../runfiles/row.js';
+import { describeRollout, orderAttempts, rerunCommands } from './account.js';
+import { readRunFiles, type FoundRow, type RunFiles, type Selection } from './rows.js';
+
+export interface ExplainRequest {
+  rolloutsArg: string;
+  selection: Selection;
+  full: boolean;
+  inputRow: boolean;
+}
+
+export interface ExplainIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/** Keys a result adds to an input row: taken off a failure row to give back the row as it was sent. */
+const RESULT_KEYS = [
+  'reward',
+  'response',
+  'error',
+  '_ng_failure_class',
+  '_ng_failure_terminal',
+  '_ng_failure_judge_error',
+  '_ng_partial_response',
+  '_ng_rollout_duration_secs',
+  '_ng_queue_wait_secs',
+  '_ng_step_latency_secs',
+  '_ng_usage_filled',
+  '_ng_trace_id',
+  '_ng_worker',
+  '_ng_attempt_index',
+];
+
+function byRollout(rows: readonly FoundRow[]): Map<number | undefined, FoundRow[]> {
+  const groups = new Map<number | undefined, FoundRow[]>();
+  for (const found of rows) {
+    const rollout = typeof found.row._ng_rollout_index === 'number' ? found.row._ng_rollout_index : undefined;
+    groups.set(rollout, [...(groups.get(rollout) ?? []), found]);
+  }
+  return new Map([...groups].sort(([a], [b]) => (a ?? -1) - (b ?? -1)));
+}
+
+function inFlightNote(files: RunFiles, selection: Selection): string | undefined {
+  const entries = Array.isArray(files.status?.in_flight) ? files.status.in_flight : [];
+  const entry = entries.find(
+    (item: unknown) =>
+      isPlainObject(item) &&
+      item.task_index === selection.task &&
+      (selection.rollout === undefined || item.rollout_index === selection.rollout),
+  );
+  if (!isPlainObject(entry)) return undefined;
+  const step = typeof entry.step === 'number' && entry.step > 0 ? ` step ${entry.step}` : '';
+  const tool = typeof entry.tool === 'string' ? ` tool ${entry.tool}` : '';
+  return (
+    `In flight at the status file's last write (${String(files.status?.updated_at)}): rollout ` +
+    `${String(entry.rollout_index)}, attempt ${String(entry.attempt)}, stage ${String(entry.stage)}${step}${tool}.`
+  );
+}
+
+function missing(files: RunFiles, request: ExplainRequest): ConfigError {
+  const { task, rollout } = request.selection;
+  const what = rollout === undefined ? `task ${task}` : `task ${task}, rollout ${rollout}`;
+  const dispatched =
+    files.inputs.length > 0 ? ` It is in ${files.inputsPath}, so it was sent but has no result yet.` : '';
+  const note = inFlightNote(files, request.selection);
+  return new ConfigError(
+    `No row of ${what} in ${files.rolloutsPath} or ${files.failuresPath}.${dispatched}${note ? ` ${note}` : ''} ` +
+      'Check the numbers against the rows’ _ng_task_index and _ng_rollout_index.',
+    'GYM_CONFIG_EXPLAIN_MISSING',
+  );
+}
+
+function summaryLine(rollout: number | undefined, rows: FoundRow[]): string {
+  const final = orderAttempts(rows).at(-1)!;
+  const outcome = final.failure
+    ? `failed ${final.row._ng_failure_terminal === true ? 'terminal' : 'retryable'} (${String(final.row._ng_failure_class)})`
+    : `ok, reward ${String(final.row.reward)}`;
+  return `  rollout ${rollout ?? '?'}: ${outcome}${rows.length > 1 ? `, ${rows.length} rows` : ''}`;
+}
+
+/** The rows to run again: the materialized inputs, else the failure row without its result keys, else a sketch. */
+function inputRows(files: RunFiles, io: ExplainIo): Row[] {
+  if (files.inputs.length > 0) return files.inputs;
+  const groups = byRollout(files.rows);
+  return [...groups.values()].map((rows) => {
+    const final = orderAttempts(rows).at(-1)!;
+    const failure = orderAttempts(rows).find((found) => found.failure);
+    if (failure) {
+      const row = { ...failure.row };
+      for (const key of RESULT_KEYS) delete row[key];
+      return row;
+    }
+    io.stderr.write(
+      `gym eval explain: ${files.inputsPath} is missing, so task ${String(final.row._ng_task_index)}'s input is ` +
+        "rebuilt from its success row: dataset fields the environment's /verify left out (answer keys) are not in it.\n",
+    );
+    const row: Row = { responses_create_params: final.row.responses_create_params };
+    for (const key of ['agent_ref', '_ng_task_index', '_ng_rollout_index'])
+      if (key in final.row) row[key] = final.row[key];
+    return row;
+  });
+}
+
+export async function explain(request: ExplainRequest, io: ExplainIo): Promise<number> {
+  const files = await readRunFiles(request.rolloutsArg, request.selection);
+  if (files.rows.length === 0 && !(request.inputRow && files.inputs.length > 0)) throw missing(files, request);
+  if (request.inputRow) {
+    for (const row of inputRows(files, io)) io.stdout.write(`${JSON.stringify(row)}\n`);
+    return 0;
+  }
+  const options = { full: request.full, rolloutsArg: request.rolloutsArg, status: files.status };
+  const groups = byRollout(files.rows);
+  const note = inFlightNote(files, request.selection);
+  if (groups.size === 1) {
+    io.stdout.write(describeRollout([...groups.values()][0]!, options));
+  } else {
+    const { task } = request.selection;
+    const lines = [`Task ${task}: ${groups.size} rollouts`];
+    for (const [rollout, rows] of groups) lines.push(summaryLine(rollout, rows));
+    lines.push(`Explain one: gym eval explain ${request.rolloutsArg} ${task}:ROLLOUT`);
+    const agent = orderAttempts(files.rows).at(-1)!.row.agent_ref;
+    lines.push('Re-run the whole task (against servers started with gym env start):');
+    lines.push(
+      ...rerunCommands(
+        task,
+        undefined,
+        isPlainObject(agent) && typeof agent.name === 'string' ? agent.name : undefined,
+        request.rolloutsArg,
+      ),
+    );
+    io.stdout.write(`${lines.join('\n')}\n`);
+  }
+  if (note) io.stdout.write(`${note}\n`);
+  return 0;
+}
