@@ -46,10 +46,10 @@ export function spawnService(
       void close();
       reject(
         new Error(
-          `${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 10_000} ms:\n${printed}`,
+          `${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 30_000} ms:\n${printed}`,
         ),
       );
-    }, options.timeoutMs ?? 10_000);
+    }, options.timeoutMs ?? 30_000);
     const onData = (chunk: Buffer): void => {
       printed += chunk.toString('utf8');
       const match = /listening on (http:\/\/\S+)/.exec(printed);
