@@ -75,6 +75,14 @@ async function startPair(extra: readonly string[] = []) {
     ],
     { cwd: dir, env: { TSGYM_TEST_MARKER: marker } },
   );
+  // Ready when gym env start says so (its own readiness check), not merely when the ports answer: a crash before that
+  // line is a failed start-up, not a restart.
+  let stdout = '';
+  gym.child.stdout!.on('data', (chunk: Buffer | string) => (stdout += String(chunk)));
+  await eventually(() => /^All 2 \/ 2 servers ready/m.test(stdout), {
+    what: 'gym env start to be ready',
+    timeoutMs: 20_000,
+  });
   const instances = await waitForEnvironment(headPort);
   const stop = async (): Promise<void> => {
     gym.child.kill('SIGINT');
@@ -124,10 +132,14 @@ test('an exception thrown from co-located environment code restarts the agent an
       { what: 'both servers to answer again' },
     );
     // Each server keeps its own log file; the shared process's output (the exception's stack included) is in both.
+    // (The supervisor appends a line to the log files after passing it on: waited for, not assumed.)
+    const logOf = (name: string): string => readFileSync(path.join(pair.logDir, `${name}.log`), 'utf8');
     for (const name of ['boom', 'remote_agent']) {
-      const log = readFileSync(path.join(pair.logDir, `${name}.log`), 'utf8');
-      assert.match(log, /boom from environment code/, `${name}.log`);
-      assert.equal(log.match(new RegExp(`^${name} listening on`, 'gm'))?.length, 2, `${name}.log`);
+      await eventually(() => logOf(name).match(/^remote_agent listening on/gm)?.length === 2, {
+        what: `${name}.log to hold both starts`,
+      });
+      assert.match(logOf(name), /boom from environment code/, `${name}.log`);
+      assert.equal(logOf(name).match(/^boom listening on/gm)?.length, 2, `${name}.log`);
     }
   } finally {
     await pair.stop();

@@ -37,6 +37,11 @@ const REGISTER_WAIT_MS = 30_000;
 
 async function main(): Promise<void> {
   const members = JSON.parse(process.env[HOST_MEMBERS_ENV] ?? '[]') as HostMember[];
+  // Each member's config is read once and taken out of the environment: the agent's config (masked for any other
+  // server, D16) is not left where the environment's code would find it.
+  const configs = new Map(members.map((m) => [m.name, process.env[m.configVar] ?? '']));
+  for (const m of members) delete process.env[m.configVar];
+  delete process.env[HOST_MEMBERS_ENV];
   guardProcess(members.map((m) => m.name).join('+'));
   const served: Served[] = [];
   let current: { member: HostMember; resolve: (started: { done: Promise<void> }) => void } | undefined;
@@ -56,10 +61,18 @@ async function main(): Promise<void> {
   (globalThis as Record<symbol, unknown>)[COLOCATION_HOST] = host;
 
   for (const member of members) {
-    await startMember(member, (resolve) => (current = { member, resolve })).catch((err: unknown) => {
-      process.stderr.write(`${didNotStartLine(member.name)}\n`);
-      throw err;
-    });
+    await startMember(member, configs.get(member.name)!, (resolve) => (current = { member, resolve })).catch(
+      (err: unknown) => {
+        process.stderr.write(`${didNotStartLine(member.name)}\n`);
+        throw err;
+      },
+    );
+  }
+  // What the environment (the first member) reads from here on is its own config, as in a process of its own.
+  const [first] = members;
+  if (first) {
+    process.env[CONFIG_DICT_ENV] = configs.get(first.name)!;
+    process.env[CONFIG_PATH_ENV] = first.name;
   }
 
   let stopping = false;
@@ -83,11 +96,12 @@ async function main(): Promise<void> {
 /** Import one member's module and wait until the server it starts listens. */
 async function startMember(
   member: HostMember,
+  config: string,
   claim: (resolve: (started: { done: Promise<void> }) => void) => void,
 ): Promise<void> {
   const registered = new Promise<{ done: Promise<void> }>((resolve) => claim(resolve));
   // The module sees what a process of its own would: its config in the usual variables, itself as the entry.
-  process.env[CONFIG_DICT_ENV] = process.env[member.configVar] ?? '';
+  process.env[CONFIG_DICT_ENV] = config;
   process.env[CONFIG_PATH_ENV] = member.name;
   process.argv[1] = member.script;
   await import(pathToFileURL(member.script).href);
@@ -111,7 +125,8 @@ async function start(
   build: (ctx: ServeContext) => App | Promise<App>,
   options: ServeInstanceOptions,
 ): Promise<Served> {
-  const ctx = readServerEnv({ [CONFIG_DICT_ENV]: process.env[member.configVar], [CONFIG_PATH_ENV]: member.name });
+  // Read while the member's module is being started: its config is in the usual variables then.
+  const ctx = readServerEnv();
   const app = await build(ctx);
   const { instance } = ctx;
   const listening = await listenInstance(app, instance);
