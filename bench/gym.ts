@@ -35,6 +35,11 @@ export interface RunningGym {
   urls: { agent: string; environment: string };
   /** Milliseconds from spawning `gym env start` to its ready line. */
   startupMs: number;
+  /**
+   * The agent and the environment share one process (D23): `sample()` then counts it once, as the agent, and the
+   * environment's sample is zero.
+   */
+  colocated: boolean;
   sample(): Record<'supervisor' | 'agent' | 'environment', ProcSample>;
   stop(): Promise<void>;
 }
@@ -64,6 +69,8 @@ function configYaml(options: EnvironmentOptions): string {
     `      agent_base_url: ${options.serviceUrl}`,
     '      resources_server: {type: resources_servers, name: bench_counter}',
     `      concurrency: ${options.concurrency}`,
+    // TSGYM_BENCH_COLOCATE=false: the agent and the environment in processes of their own (the before side of D23).
+    ...(process.env.TSGYM_BENCH_COLOCATE === 'false' ? ['      colocate: false'] : []),
     '',
   ].join('\n');
 }
@@ -110,15 +117,17 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
   };
   const [agent, environment] = [instance('responses_api_agents'), instance('resources_servers')];
   const pids = { supervisor: child.pid!, agent: agent.pid, environment: environment.pid };
+  const colocated = agent.pid === environment.pid;
   return {
     headPort,
     pids,
     urls: { agent: agent.url, environment: environment.url },
     startupMs,
+    colocated,
     sample: () => ({
       supervisor: sampleProc(pids.supervisor),
       agent: sampleProc(pids.agent),
-      environment: sampleProc(pids.environment),
+      environment: colocated ? { cpuMs: 0, peakRssMiB: 0, ioBytes: 0 } : sampleProc(pids.environment),
     }),
     stop: () => stop(child, 10_000),
   };

@@ -93,7 +93,8 @@ function envPids(gym: RunningGym, tag: string): Record<string, number> {
   return {
     [`supervisor${tag}`]: gym.pids.supervisor,
     [`agent${tag}`]: gym.pids.agent,
-    [`environment${tag}`]: gym.pids.environment,
+    // A co-located environment is the agent's process (D23): counted once.
+    ...(gym.colocated ? {} : { [`environment${tag}`]: gym.pids.environment }),
   };
 }
 

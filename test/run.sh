@@ -50,4 +50,7 @@ fi
 npx tsc -p tsconfig.json
 # The compiled twin of every test source (a test file deleted or moved leaves a stale twin in dist/, which must not run).
 mapfile -t tests < <(find src resources_servers responses_api_agents examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')
-exec node --test --test-concurrency=2 "${tests[@]}"
+node --test --test-concurrency=2 "${tests[@]}"
+# The remote agent's tests once more with their environments reached in-process, as a co-located agent reaches its
+# environment (D23, test/support/remote-agent.ts): every assertion must hold on both paths.
+TSGYM_TEST_ENV_IN_PROCESS=1 exec node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js

@@ -1,5 +1,6 @@
 import { RetryableRolloutError } from '../../src/errors.js';
-import { callInternal, HttpTransportError, type HttpResponse } from '../../src/http/client.js';
+import { HttpTransportError, type HttpResponse } from '../../src/http/client.js';
+import { transportFor, type Transport } from '../../src/http/in-process.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
 import type { RunBudget } from './budget.js';
@@ -24,10 +25,19 @@ export class EnvironmentJar extends CookieJar {
 }
 
 export class Environment {
+  /**
+   * How calls reach the server: over HTTP, or in-process to a co-located one (D23) — the same request and reply
+   * either way, so everything below (and any header a caller adds) is the same on both paths.
+   */
+  private readonly transport: Transport;
+
   constructor(
     readonly name: string,
     readonly url: string,
-  ) {}
+    transport?: Transport,
+  ) {
+    this.transport = transport ?? transportFor(url);
+  }
 
   async seed(row: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<void> {
     const res = await this.call('/seed_session', JSON.stringify(row), jar, budget);
@@ -71,7 +81,7 @@ export class Environment {
   /** Forward an `/aggregate_metrics` body unchanged. */
   async aggregateMetrics(bodyText: string | Buffer, timeoutMs: number): Promise<HttpResponse> {
     try {
-      return await callInternal(`${this.url}/aggregate_metrics`, { jsonText: bodyText, timeoutMs });
+      return await this.transport(`${this.url}/aggregate_metrics`, { jsonText: bodyText, timeoutMs });
     } catch (err) {
       throw this.transportFailure(err, '/aggregate_metrics');
     }
@@ -85,7 +95,7 @@ export class Environment {
   ): Promise<HttpResponse> {
     const hop = budget.trace?.hop(spanName(path), { 'gym.environment': this.name });
     try {
-      const res = await callInternal(`${this.url}${path}`, {
+      const res = await this.transport(`${this.url}${path}`, {
         jsonText,
         jar,
         maxBodyBytes: ENVIRONMENT_MAX_BODY_BYTES,

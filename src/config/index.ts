@@ -8,7 +8,7 @@ export { searchRoots, installRoot, findUnderRoots } from './roots.js';
 export { listServerInstances, resolveRef } from './servers.js';
 export { describeConfig } from './secrets.js';
 export { parseConfigYaml } from './yaml-io.js';
-export { readServerEnv, serverEnv } from './server-env.js';
+export { CONFIG_DICT_ENV, CONFIG_PATH_ENV, readServerEnv, serverEnv } from './server-env.js';
 export { findFreePort, isPortFree } from './ports.js';
 export { resolveServerDir, resolveLaunch, type LaunchSpec } from './entrypoint.js';
 export { type GlobalConfig, type ServerInstance } from './types.js';

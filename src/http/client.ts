@@ -436,6 +436,8 @@ export interface InternalCallOptions {
   /** JSON body; without one (and without `jsonText`) the call is a GET. */
   json?: unknown;
   jsonText?: string | Buffer;
+  /** Extra request headers (the body's content type and the jar's cookies take precedence). */
+  headers?: Record<string, string>;
   jar?: CookieJar;
   timeoutMs: number;
   /** Bound on the reply body (D14); unbounded when unset. */

@@ -175,13 +175,60 @@ export class App {
       body,
       abort,
     );
-    let reply: GymReply;
-    try {
-      reply = await this.dispatch(request, 0);
-    } catch (err) {
-      reply = this.errorReply(err, request);
-    }
+    const reply = await this.respond(request);
     if (!res.destroyed) this.send(res, reply, request);
+  }
+
+  private async respond(request: GymRequest): Promise<GymReply> {
+    try {
+      return await this.dispatch(request, 0);
+    } catch (err) {
+      return this.errorReply(err, request);
+    }
+  }
+
+  /**
+   * One request handled without a socket (decision D23: a co-located agent calls its environment this way): the same
+   * body limit, middleware, routes, error replies and encoding as over HTTP, and the same header checks node:http
+   * makes when writing. `clientGone` plays the closed connection: firing it aborts the request's `signal`.
+   */
+  async inject(call: InjectedRequest): Promise<InjectedReply> {
+    if (call.body.length > this.maxBodyBytes) {
+      const limit = this.maxBodyBytes;
+      return encodeReply({
+        status: 413,
+        body: { detail: `request body of ${call.body.length} bytes is too large (limit ${limit})` },
+      });
+    }
+    const q = call.url.indexOf('?');
+    const request = new IncomingRequest(
+      call.method,
+      q < 0 ? call.url : call.url.slice(0, q),
+      q < 0 ? '' : call.url.slice(q + 1),
+      call.headers,
+      call.body,
+      call.clientGone,
+    );
+    const reply = await this.respond(request);
+    // As `send`: a reply that cannot be encoded is a 500 keeping the cookies; one whose headers could not be written
+    // is a 500 without them; when even that fails the request is dropped (over HTTP: the connection is destroyed).
+    let encoded: EncodedReply;
+    try {
+      encoded = encodeReply(reply);
+    } catch (err) {
+      this.report(err, request);
+      encoded = encodeReply({
+        status: 500,
+        body: `the reply could not be built: ${describeThrown(err)}`,
+        ...(reply.setCookies ? { setCookies: reply.setCookies } : {}),
+      });
+    }
+    try {
+      return checkHeaders(encoded);
+    } catch (err) {
+      this.report(err, request);
+      return checkHeaders(encodeReply({ status: 500, body: `the reply could not be written: ${describeThrown(err)}` }));
+    }
   }
 
   /** Encode and write a reply; a reply that cannot be encoded is answered 500 instead, one that cannot be written is dropped. */
@@ -258,7 +305,7 @@ export class App {
  * "The client went away", as an AbortSignal created only when a handler asks for one: most requests (every tool
  * call) never do, and an AbortController per request was one of the environment's top costs in the profile.
  */
-class ClientGone {
+export class ClientGone {
   private controller: AbortController | undefined;
   private gone = false;
 
@@ -368,6 +415,29 @@ interface EncodedReply {
   status: number;
   headers: http.OutgoingHttpHeaders;
   payload: string | Buffer;
+}
+
+/** A request handed to `App.inject`: headers as node:http would present them (lower-case names). */
+export interface InjectedRequest {
+  method: string;
+  /** Path and query, as on the request line. */
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  clientGone: ClientGone;
+}
+
+export type InjectedReply = EncodedReply;
+
+/** The header checks `writeHead` makes (a bad header name or value throws). */
+function checkHeaders(encoded: EncodedReply): EncodedReply {
+  for (const name in encoded.headers) {
+    http.validateHeaderName(name);
+    const value = encoded.headers[name]!;
+    if (Array.isArray(value)) for (const item of value) http.validateHeaderValue(name, item);
+    else http.validateHeaderValue(name, String(value));
+  }
+  return encoded;
 }
 
 /** Throws when the body cannot be encoded (a cycle, a BigInt, nesting deeper than the stack). */

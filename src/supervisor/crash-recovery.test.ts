@@ -10,6 +10,11 @@
  *   sessions die with it, so each of those rollouts fails as retryable when its next tool call reaches the restarted
  *   process (the boot id changed) instead of being scored on a fresh, empty session; with the counter planner,
  *   every completed row has reward 1.0.
+ * These two run the servers apart (`colocate: false`). Co-located (the default, D23), the agent and the environment
+ * share one process, so one SIGKILL takes both:
+ * - The shared process killed while every rollout in flight holds a session and waits at the service: both servers
+ *   are restarted together (one new pid, each with its own record), every rollout in flight fails as retryable with
+ *   the agent's lost connection, and the resume completes them.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -39,16 +44,26 @@ const ENVIRONMENT = 'example_session_state_mgmt_resources_server';
 test(
   'SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once',
   { timeout: 60_000 },
-  (t) => killMidCollection(t, AGENT),
+  (t) => killMidCollection(t, AGENT, false),
 );
 
 test(
   'SIGKILL of the environment mid-collection: rollouts of the lost sessions are retried, never scored',
   { timeout: 60_000 },
-  (t) => killMidCollection(t, ENVIRONMENT),
+  (t) => killMidCollection(t, ENVIRONMENT, false),
 );
 
-async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof ENVIRONMENT): Promise<void> {
+test(
+  'SIGKILL of a co-located agent and environment mid-collection: both restart as one, each rollout exactly once',
+  { timeout: 60_000 },
+  (t) => killMidCollection(t, ENVIRONMENT, true),
+);
+
+async function killMidCollection(
+  t: TestContext,
+  killed: typeof AGENT | typeof ENVIRONMENT,
+  colocated: boolean,
+): Promise<void> {
   service ??= await serve(planner.decide, { port: 0 });
   const dir = tempDir('tsgym-crash-');
   writeFileSync(path.join(dir, 'in.jsonl'), `${[...counterRowLines(ROWS, 11)].join('\n')}\n`);
@@ -62,6 +77,7 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
       `++remote_agent.responses_api_agents.remote_agent.agent_base_url=${service.url}`,
       `++remote_agent.responses_api_agents.remote_agent.concurrency=${CONCURRENCY}`,
       `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+      ...(colocated ? [] : ['++remote_agent.responses_api_agents.remote_agent.colocate=false']),
       ...head,
     ],
     { cwd: dir, env },
@@ -71,7 +87,10 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
     await environment.result;
   });
   await waitForEnvironment(headPort);
-  const before = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
+  const beforeAll = await serverInstances(headPort);
+  const before = beforeAll.find((i) => i.process_name === killed)!;
+  const pids = new Set(beforeAll.map((i) => i.pid));
+  assert.equal(pids.size, colocated ? 1 : 2, `server pids ${[...pids].join(', ')}`);
 
   const args = [
     'eval',
@@ -125,6 +144,10 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
       failures.length <= CONCURRENCY,
       `${failures.length} failure rows, more than the ${CONCURRENCY} rollouts in flight at the kill`,
     );
+  } else if (colocated) {
+    // Every rollout in flight was in the process that died: each /run lost its connection, none was scored.
+    assert.equal(failures.length, CONCURRENCY);
+    for (const failure of failures) assert.match(String(failure.error), /the agent may have crashed mid-rollout/);
   } else {
     // Exactly the rollouts whose sessions died: their next tool call reached the restarted process.
     assert.equal(failures.length, CONCURRENCY);
@@ -140,14 +163,18 @@ async function killMidCollection(t: TestContext, killed: typeof AGENT | typeof E
   );
 
   // The same environment, restarted in place, is what the collection finished against: no new `gym env start`.
-  const restarted = (await serverInstances(headPort)).find((i) => i.process_name === killed)!;
-  assert.equal(restarted.url, before.url);
-  assert.notEqual(restarted.pid, before.pid);
-  assert.ok(isAlive(restarted.pid!));
-  assert.equal(restarted.restarts, 1);
-  assert.match(restarted.last_exit ?? '', /^was killed by SIGKILL/);
+  const afterAll = await serverInstances(headPort);
+  for (const restarted of colocated ? afterAll : afterAll.filter((i) => i.process_name === killed)) {
+    const earlier = beforeAll.find((i) => i.process_name === restarted.process_name)!;
+    assert.equal(restarted.url, earlier.url);
+    assert.notEqual(restarted.pid, earlier.pid);
+    assert.ok(isAlive(restarted.pid!));
+    assert.equal(restarted.restarts, 1, restarted.process_name);
+    assert.match(restarted.last_exit ?? '', /^was killed by SIGKILL/);
+  }
+  if (colocated) assert.equal(new Set(afterAll.map((i) => i.pid)).size, 1, 'the pair shares one new process');
   const status = await runGym(['env', 'status', ...head], { cwd: dir, env });
-  assert.match(status.stdout, /restarts: 1 \(last exit: was killed by SIGKILL at /);
+  assert.equal(status.stdout.match(/restarts: 1 \(last exit: was killed by SIGKILL at /g)?.length, colocated ? 2 : 1);
 
   const resumed = await runGym([...args, '+resume_from_cache=true'], { cwd: dir, env });
   assert.equal(resumed.code, 0, resumed.stderr);

@@ -18,6 +18,8 @@ export interface ServerProcessOptions {
   env: NodeJS.ProcessEnv;
   /** Every output line is also appended here (without the prefix: the file is named after the server). */
   logFile: string;
+  /** More files that get every line (the other server's log of a co-located pair). */
+  alsoLogTo?: readonly string[];
   /** Receives every output line prefixed `(<name>) `. */
   out: NodeJS.WritableStream;
 }
@@ -39,6 +41,7 @@ export class ServerProcess {
   private exitInfo: ExitInfo | undefined;
   private readonly tailLines: string[] = [];
   private readonly log: WriteStream;
+  private readonly extraLogs: WriteStream[];
   private readonly out: NodeJS.WritableStream;
   private readonly outputDone: Promise<unknown>;
 
@@ -48,6 +51,8 @@ export class ServerProcess {
     this.out = options.out;
     this.log = createWriteStream(options.logFile, { flags: 'a' });
     this.log.on('error', () => undefined);
+    this.extraLogs = (options.alsoLogTo ?? []).map((file) => createWriteStream(file, { flags: 'a' }));
+    for (const extra of this.extraLogs) extra.on('error', () => undefined);
     this.child = spawn(options.launch.command, options.launch.args, {
       cwd: options.launch.cwd,
       env: options.env,
@@ -106,10 +111,11 @@ export class ServerProcess {
   /** Wait (bounded) until the pipes are drained, then close the log file. */
   async closeOutput(): Promise<void> {
     await within(this.outputDone, 500);
-    if (!this.log.closed) {
-      this.log.end();
+    for (const log of [this.log, ...this.extraLogs]) {
+      if (log.closed) continue;
+      log.end();
       await within(
-        once(this.log, 'close').catch(() => undefined),
+        once(log, 'close').catch(() => undefined),
         500,
       );
     }
@@ -150,7 +156,7 @@ export class ServerProcess {
   private line(text: string): void {
     this.tailLines.push(text);
     if (this.tailLines.length > TAIL_LINES) this.tailLines.shift();
-    if (!this.log.writableEnded) this.log.write(`${text}\n`);
+    for (const log of [this.log, ...this.extraLogs]) if (!log.writableEnded) log.write(`${text}\n`);
     this.out.write(`(${this.name}) ${text}\n`);
   }
 }

@@ -16,10 +16,13 @@ import {
 } from './addresses.js';
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
+import { describeUnits, failedMember, groupIntoUnits, type Unit } from './colocate.js';
 
 /**
- * Runs an environment: the head server in this process, every configured server as its own child process. Used by
- * `gym env start` and by `gym eval run` without `--no-serve`.
+ * Runs an environment: the head server in this process, every configured server in a child process — its own, or,
+ * for tsgym's remote agent and its TypeScript resources server, one they share (a unit, `colocate.ts`, D23). Used by
+ * `gym env start` and by `gym eval run` without `--no-serve`. Start-up, readiness, restarts and stops are per unit:
+ * a co-located pair is started, restarted and stopped together, and each of its servers keeps its own record.
  *
  * Lifetime guarantees: a server that dies during start-up stops the rest and fails the start with its last log
  * lines. A server that dies later is restarted on the same host and port after a backoff (0.25 s, 1 s, 2 s, 4 s,
@@ -118,13 +121,14 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
   // Everything that can be wrong in the config is checked before the first process starts.
   const planContext = { config, roots: searchRoots(env, cwd), installRoot: installRoot(), cwd, env };
   const plans: Plan[] = instances.map((instance) => planServer(instance, planContext));
+  const units = groupIntoUnits(plans, planContext.installRoot, (name) => serverEnv(config, name));
   await assertServerPortsFree(instances);
   const logDir = makeLogDir(config, options.logDir, cwd);
-  out.write(describePlans(plans));
+  out.write(describePlans(plans) + describeUnits(units));
 
   const supervisor = new Supervisor(
     config,
-    plans,
+    units,
     logDir,
     out,
     env,
@@ -139,22 +143,25 @@ export async function startEnvironment(config: GlobalConfig, options: StartOptio
 }
 
 class Supervisor {
+  /** Per unit (same index as `units`). */
   private readonly processes: ServerProcess[] = [];
   private readonly records: InstanceRecord[] = [];
+  /** Per unit: the records of its servers. */
+  private readonly unitRecords: InstanceRecord[][] = [];
   private readonly reaper = new Reaper();
   private head: Listening | undefined;
   private stopping: Promise<void> | undefined;
   private resolveDone!: (reason: StopReason) => void;
   readonly done = new Promise<StopReason>((resolve) => (this.resolveDone = resolve));
   private readonly killOnExit = (): void => this.kill();
-  /** Per server (same index as `processes`): when it was restarted, within the policy's window. */
+  /** Per unit (same index as `processes`): when it was restarted, within the policy's window. */
   private readonly restartTimes: number[][] = [];
   /** Cuts a restart's backoff wait and readiness poll short when the environment stops. */
   private readonly stopSignal = new AbortController();
 
   constructor(
     private readonly config: GlobalConfig,
-    private readonly plans: Plan[],
+    private readonly units: Unit[],
     private readonly logDir: string,
     private readonly out: NodeJS.WritableStream,
     private readonly env: NodeJS.ProcessEnv,
@@ -180,40 +187,49 @@ class Supervisor {
   }
 
   spawnAll(): void {
-    for (const plan of this.plans) {
-      const { instance } = plan;
-      const server = this.spawn(plan);
-      const pid = server.pid;
+    for (const unit of this.units) {
+      const server = this.spawn(unit);
       this.processes.push(server);
       this.restartTimes.push([]);
-      this.records.push({
-        process_name: instance.name,
-        server_type: instance.serverType,
-        name: instance.impl,
-        dir_path: plan.dirPath,
-        entrypoint: plan.entrypoint,
-        host: instance.host,
-        port: instance.port,
-        url: instance.url,
-        pid: pid ?? null,
-        config_path: instance.name,
-        start_time: Date.now() / 1000,
-        status: null,
-        uptime_seconds: null,
-        restarts: 0,
-        last_exit: null,
-      });
+      this.unitRecords.push(unit.plans.map((plan) => this.record(plan, server.pid)));
     }
+    // Listed in the config's order, as when each server had its own process.
+    const order = Object.keys(this.config);
+    this.records.sort((a, b) => order.indexOf(a.process_name) - order.indexOf(b.process_name));
   }
 
-  /** One server process for `plan`, its pid registered with the reaper until it exits. */
-  private spawn(plan: Plan): ServerProcess {
+  private record(plan: Plan, pid: number | undefined): InstanceRecord {
     const { instance } = plan;
+    const record: InstanceRecord = {
+      process_name: instance.name,
+      server_type: instance.serverType,
+      name: instance.impl,
+      dir_path: plan.dirPath,
+      entrypoint: plan.entrypoint,
+      host: instance.host,
+      port: instance.port,
+      url: instance.url,
+      pid: pid ?? null,
+      config_path: instance.name,
+      start_time: Date.now() / 1000,
+      status: null,
+      uptime_seconds: null,
+      restarts: 0,
+      last_exit: null,
+    };
+    this.records.push(record);
+    return record;
+  }
+
+  /** The process of `unit`, its pid registered with the reaper until it exits. */
+  private spawn(unit: Unit): ServerProcess {
+    const [first, ...rest] = unit.plans.map((plan) => path.join(this.logDir, `${plan.instance.name}.log`));
     const server = new ServerProcess({
-      name: instance.name,
-      launch: plan.launch,
-      env: { ...this.env, ...plan.launch.env, ...serverEnv(this.config, instance.name) },
-      logFile: path.join(this.logDir, `${instance.name}.log`),
+      name: unit.name,
+      launch: unit.launch,
+      env: { ...this.env, ...unit.launch.env, ...unit.env },
+      logFile: first!,
+      alsoLogTo: rest,
       out: this.out,
     });
     const pid = server.pid;
@@ -231,7 +247,9 @@ class Supervisor {
     const n = this.processes.length;
     const allUp = Promise.all(
       this.processes.map(async (server, i) => {
-        if (await waitUntilAnswering(this.plans[i]!.instance.url, { signal: polls.signal })) ready.add(server.name);
+        const urls = this.units[i]!.plans.map((plan) => plan.instance.url);
+        const answers = await Promise.all(urls.map((url) => waitUntilAnswering(url, { signal: polls.signal })));
+        if (answers.every(Boolean)) ready.add(server.name);
       }),
     ).then(() => ({ kind: 'ready' as const }));
     const firstExit = Promise.race(
@@ -265,10 +283,12 @@ class Supervisor {
     if (outcome.kind === 'aborted' || shutDownMeanwhile) throw new StartAborted();
     if (outcome.kind === 'exited') {
       const { server, exit } = outcome;
+      // A co-located pair names the server that could not start, as when it had a process of its own.
+      const name = failedMember(server.tail()) ?? server.name;
       throw new GymError(
         'GYM_SERVER_EXITED',
         'config',
-        `Server '${server.name}' ${describeExit(exit)} during start-up, so the environment did not start ` +
+        `Server '${name}' ${describeExit(exit)} during start-up, so the environment did not start ` +
           `(the other servers were stopped). ${formatTail(server.tail(), server.logFile)}`,
       );
     }
@@ -320,14 +340,19 @@ class Supervisor {
     });
   }
 
-  /** A server exited on its own after start-up: restart it after the backoff, or stop everything on a crash loop. */
+  /**
+   * A unit's process exited on its own after start-up: restart it (every server of a co-located pair: they shared the
+   * process) after the backoff, or stop everything on a crash loop.
+   */
   private async restart(index: number, dead: ServerProcess, exit: ExitInfo): Promise<void> {
-    const record = this.records[index]!;
+    const records = this.unitRecords[index]!;
+    const record = records[0]!;
+    const urls = records.map((r) => r.url).join(' and ');
     const { maxRestarts, windowMs, backoffMs } = this.restartPolicy;
     const now = Date.now();
     const recent = this.restartTimes[index]!.filter((at) => now - at < windowMs);
     this.restartTimes[index] = recent;
-    record.last_exit = `${describeExit(exit)} at ${new Date(now).toISOString()}`;
+    for (const r of records) r.last_exit = `${describeExit(exit)} at ${new Date(now).toISOString()}`;
     if (recent.length >= maxRestarts) {
       this.out.write(
         `(${dead.name}) ${describeExit(exit)} unexpectedly after ${recent.length} restart(s) within ` +
@@ -345,7 +370,7 @@ class Supervisor {
     }
     const waitMs = backoffMs[Math.min(recent.length, backoffMs.length - 1)] ?? 0;
     this.out.write(
-      `(${dead.name}) ${describeExit(exit)} unexpectedly; restarting it on ${record.url} in ${waitMs / 1000}s ` +
+      `(${dead.name}) ${describeExit(exit)} unexpectedly; restarting it on ${urls} in ${waitMs / 1000}s ` +
         `(restart ${recent.length + 1} of at most ${maxRestarts} within ${windowMs / 60_000} minutes).\n`,
     );
     // Kills whatever the dead server left in its process group (it could hold the port) and flushes its log.
@@ -353,13 +378,14 @@ class Supervisor {
     // Not the HTTP client's delay(): this process never loads undici (see readiness.ts).
     await sleep(waitMs, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
     if (this.stopping) return;
-    const plan = this.plans[index]!;
-    const server = this.spawn(plan);
+    const server = this.spawn(this.units[index]!);
     recent.push(Date.now());
     this.processes[index] = server;
-    record.pid = server.pid ?? null;
-    record.start_time = Date.now() / 1000;
-    record.restarts = (record.restarts ?? 0) + 1;
+    for (const r of records) {
+      r.pid = server.pid ?? null;
+      r.start_time = Date.now() / 1000;
+      r.restarts = (r.restarts ?? 0) + 1;
+    }
     this.watch(index);
     // Polled until it answers, exits (its own restart takes over) or the environment stops; bounded like start-up.
     const polling = new AbortController();
@@ -367,13 +393,14 @@ class Supervisor {
     const timer = setTimeout(stopPolling, this.startupTimeoutMs);
     void server.exited.then(stopPolling);
     this.stopSignal.signal.addEventListener('abort', stopPolling, { once: true });
-    const answering = await waitUntilAnswering(record.url, { signal: polling.signal });
+    const answers = await Promise.all(records.map((r) => waitUntilAnswering(r.url, { signal: polling.signal })));
     clearTimeout(timer);
     this.stopSignal.signal.removeEventListener('abort', stopPolling);
-    if (answering) this.out.write(`(${server.name}) restarted (pid ${server.pid}) and answering on ${record.url}.\n`);
-    else if (!server.hasExited && !this.stopping) {
+    if (answers.every(Boolean)) {
+      this.out.write(`(${server.name}) restarted (pid ${server.pid}) and answering on ${urls}.\n`);
+    } else if (!server.hasExited && !this.stopping) {
       this.out.write(
-        `(${server.name}) restarted (pid ${server.pid}) but not answering on ${record.url} after ${this.startupTimeoutMs / 1000}s.\n`,
+        `(${server.name}) restarted (pid ${server.pid}) but not answering on ${urls} after ${this.startupTimeoutMs / 1000}s.\n`,
       );
     }
   }

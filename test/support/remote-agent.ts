@@ -3,6 +3,7 @@
  * real resources server — either the counter environment or a recording one built with `createResourcesServer`
  * that remembers every request it got (path, body, cookies). Nothing is mocked; every hop is HTTP.
  */
+import { registerLocalServer, unregisterLocalServer } from '../../src/http/in-process.js';
 import { z } from 'zod';
 import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 import { request } from '../../src/http/client.js';
@@ -150,15 +151,25 @@ export async function startRecordingEnv(options: RecordingEnvOptions = {}): Prom
   return listenEnv(app, ENV_NAME, requests);
 }
 
-/** Serve any `App` as the environment (for envs the recording server cannot express), on `port` if given. */
+/**
+ * Serve any `App` as the environment (for envs the recording server cannot express), on `port` if given. With
+ * `TSGYM_TEST_ENV_IN_PROCESS=1` (test/run.sh's second pass over the agent's tests) it is also registered as a
+ * co-located server, so the agent reaches it in-process (D23) and every assertion holds for that path too; closing
+ * it unregisters it first, as a stopping co-location host does.
+ */
 export async function listenEnv(app: App, name: string, requests: EnvRequest[] = [], port = 0): Promise<RecordingEnv> {
   const listening: Listening = await app.listen(port);
+  const inProcess = process.env.TSGYM_TEST_ENV_IN_PROCESS === '1';
+  if (inProcess) registerLocalServer(listening.url, app);
   return {
     name,
     url: listening.url,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
-    close: () => listening.close(),
+    close: () => {
+      if (inProcess) unregisterLocalServer(listening.url);
+      return listening.close();
+    },
   };
 }
 
