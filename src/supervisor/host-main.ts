@@ -23,6 +23,7 @@ import {
   type ServeInstanceOptions,
 } from '../server/serve.js';
 import { didNotStartLine, HOST_MEMBERS_ENV, type HostMember } from './colocate.js';
+import { flushTracing } from '../tracing/spans.js';
 
 interface Served {
   name: string;
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
         await entry.listening.close();
         await entry.options.onShutdown?.();
       }
+      await flushTracing();
     })()
       .catch((err: unknown) => process.stderr.write(`Error while stopping: ${describe(err)}\n`))
       .finally(() => process.exit(0));

@@ -38,15 +38,20 @@ export function exportRequested(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim());
 }
 
-let loading: Promise<RolloutTracer> | undefined;
+/** One tracer per service name: a co-located agent and environment (D23) share a process but not a `service.name`. */
+const loading = new Map<string, Promise<RolloutTracer>>();
 
 /**
- * The process's tracer, loaded once: the SDK (dynamic import) when export is requested, else ids only. `service` is
- * the `service.name` resource attribute unless `OTEL_SERVICE_NAME` names one.
+ * The tracer of one server in this process, loaded once: the SDK (dynamic import) when export is requested, else ids
+ * only. `service` is the `service.name` resource attribute unless `OTEL_SERVICE_NAME` names one.
  */
 export function rolloutTracer(service: string, env: NodeJS.ProcessEnv = process.env): Promise<RolloutTracer> {
-  loading ??= exportRequested(env) ? loadSdk(service, env) : Promise.resolve(ID_ONLY);
-  return loading;
+  let tracer = loading.get(service);
+  if (!tracer) {
+    tracer = exportRequested(env) ? loadSdk(service, env) : Promise.resolve(ID_ONLY);
+    loading.set(service, tracer);
+  }
+  return tracer;
 }
 
 async function loadSdk(service: string, env: NodeJS.ProcessEnv): Promise<RolloutTracer> {
@@ -56,12 +61,11 @@ async function loadSdk(service: string, env: NodeJS.ProcessEnv): Promise<Rollout
 
 /** At process end: send the spans still buffered (bounded to 2 s, so a dead collector cannot hold the exit). */
 export async function flushTracing(): Promise<void> {
-  if (!loading) return;
-  const tracer = await loading;
-  if (!tracer.exporting) return;
+  const tracers = (await Promise.all(loading.values())).filter((tracer) => tracer.exporting);
+  if (tracers.length === 0) return;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    tracer.shutdown().catch(() => undefined),
+    Promise.all(tracers.map((tracer) => tracer.shutdown().catch(() => undefined))),
     new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000))),
   ]);
   clearTimeout(timer);
