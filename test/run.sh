@@ -2,8 +2,9 @@
 # The project's test command (`npm test`, and what .ci/run calls): provision the machine programs the tests drive for
 # real, build, then run every test. The tests start real programs — Redis for the distributed queue, Debian's
 # Chromium for the viewer's browser tests, bubblewrap for the shell environment's sandbox, python3 for the Python
-# servers — so a missing one is installed here when this shell can (root with
-# apt-get), and otherwise named in one line with the command that installs it, before anything runs.
+# servers, iproute2 for the multi-host test's network namespaces, Prometheus to scrape the servers' /metrics — so a
+# missing one is installed here when this shell can (root with apt-get), and otherwise named in one line with the
+# command that installs it, before anything runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
