@@ -15,6 +15,7 @@ import {
   type GymError,
 } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
+import { RESULT_KEYS } from '../../src/runfiles/result-keys.js';
 import type { Row } from '../../src/runfiles/row.js';
 import type { FifoSemaphore } from '../../src/server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
@@ -52,29 +53,10 @@ export interface RolloutContext {
 
 export const FAILURE_CLASS = 'remote_agent_error';
 
-/**
- * Result keys a previous run wrote into rows that may be fed back as input (a rollouts file or a failures
- * sidecar). They are removed first, so a stale value can neither collide with nor leak into this run's result.
- */
-export const STALE_RESULT_KEYS = [
-  'reward',
-  'response',
-  'error',
-  '_ng_failure_class',
-  '_ng_no_persist',
-  '_ng_failure_terminal',
-  '_ng_failure_judge_error',
-  '_ng_partial_response',
-  '_ng_rollout_duration_secs',
-  '_ng_queue_wait_secs',
-  '_ng_step_latency_secs',
-  TRACE_ID_KEY,
-  USAGE_FILLED_KEY,
-] as const;
-
+/** A row fed back as input without what a previous run's result added to it (RESULT_KEYS). */
 export function stripStaleKeys(row: Row): Row {
   const clean: Row = { ...row };
-  for (const key of STALE_RESULT_KEYS) delete clean[key];
+  for (const key of RESULT_KEYS) delete clean[key];
   return clean;
 }
 

@@ -5,6 +5,7 @@
  */
 import { isPlainObject } from '../config/types.js';
 import { ConfigError } from '../errors.js';
+import { RESULT_KEYS } from '../runfiles/result-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { describeRollout, orderAttempts, rerunCommands } from './account.js';
 import { readRunFiles, type FoundRow, type RunFiles, type Selection } from './rows.js';
@@ -21,23 +22,8 @@ export interface ExplainIo {
   stderr: { write(text: string): unknown };
 }
 
-/** Keys a result adds to an input row: taken off a failure row to give back the row as it was sent. */
-const RESULT_KEYS = [
-  'reward',
-  'response',
-  'error',
-  '_ng_failure_class',
-  '_ng_failure_terminal',
-  '_ng_failure_judge_error',
-  '_ng_partial_response',
-  '_ng_rollout_duration_secs',
-  '_ng_queue_wait_secs',
-  '_ng_step_latency_secs',
-  '_ng_usage_filled',
-  '_ng_trace_id',
-  '_ng_worker',
-  '_ng_attempt_index',
-];
+/** What a failure row carries beyond its input: the result's keys and the collector's stamps. */
+const ADDED_TO_INPUT = [...RESULT_KEYS, '_ng_worker', '_ng_attempt_index'];
 
 function byRollout(rows: readonly FoundRow[]): Map<number | undefined, FoundRow[]> {
   const groups = new Map<number | undefined, FoundRow[]>();
@@ -95,7 +81,7 @@ function inputRows(files: RunFiles, io: ExplainIo): Row[] {
     const failure = orderAttempts(rows).find((found) => found.failure);
     if (failure) {
       const row = { ...failure.row };
-      for (const key of RESULT_KEYS) delete row[key];
+      for (const key of ADDED_TO_INPUT) delete row[key];
       return row;
     }
     io.stderr.write(
