@@ -4,6 +4,8 @@
 // relative to the repository root. Read docs/layout.md for what each layer is.
 const LAYERS = [
   ['src/errors\\.ts', 'src/bounded-json/', 'src/seeded-random\\.ts', 'src/generator-args\\.ts'],
+  // One JSON object per line on request (--log-format json): below everything that logs.
+  ['src/logging/'],
   ['src/contract/'],
   ['src/http/'],
   ['src/config/'],

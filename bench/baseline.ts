@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO } from './gym.js';
@@ -28,11 +28,24 @@ function git(args: string[]): string {
   return result.stdout.trim();
 }
 
+/**
+ * The baseline borrows this checkout's `node_modules`, linked again on every use: a build kept in $TMPDIR outlives the
+ * checkout (a worktree, a clone) that made it, and a dangling link fails only later, as a missing package.
+ */
+function linkModules(root: string): void {
+  const link = path.join(root, 'node_modules');
+  rmSync(link, { force: true, recursive: false });
+  symlinkSync(realpathSync(path.join(REPO, 'node_modules')), link, 'dir');
+}
+
 export function buildBaseline(rev: string = BASELINE_COMMIT, log: (line: string) => void = () => {}): Baseline {
   const commit = git(['rev-parse', '--verify', `${rev}^{commit}`]);
   const root = path.join(os.tmpdir(), `tsgym-bench-baseline-${commit.slice(0, 12)}`);
   const builtMarker = path.join(root, '.bench-built');
-  if (existsSync(builtMarker)) return { commit, root };
+  if (existsSync(builtMarker)) {
+    linkModules(root);
+    return { commit, root };
+  }
   log(`  building the baseline ${commit.slice(0, 12)} in ${root} (once)`);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
@@ -41,7 +54,7 @@ export function buildBaseline(rev: string = BASELINE_COMMIT, log: (line: string)
     timeout: 120_000,
   });
   if (archive.status !== 0) throw new Error(`exporting ${commit} failed: ${archive.stderr.trim()}`);
-  symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  linkModules(root);
   const tsc = spawnSync(
     process.execPath,
     [path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')],

@@ -26,6 +26,8 @@ export interface EnvironmentOptions {
   profileDir?: string;
   /** The tsgym checkout to run (default: this one; the baseline scenario passes a built older commit). */
   root?: string;
+  /** Variables added to the environment of `gym env start` and so of every server (scenario 9's OTEL_*). */
+  env?: Record<string, string>;
 }
 
 export interface RunningGym {
@@ -83,10 +85,11 @@ export async function startGym(options: EnvironmentOptions): Promise<RunningGym>
   const env = options.profileDir
     ? {
         ...process.env,
+        ...options.env,
         NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${PROBE}`].filter(Boolean).join(' '),
         TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir,
       }
-    : process.env;
+    : { ...process.env, ...options.env };
   const root = options.root ?? REPO;
   const spawnedAt = performance.now();
   const child = start(
@@ -149,6 +152,8 @@ export interface CollectOptions {
   root?: string;
   /** Further `gym eval run` arguments (e.g. `--queue redis://…`). */
   extraArgs?: readonly string[];
+  /** Variables added to the collector's environment. */
+  env?: Record<string, string>;
 }
 
 export interface CollectResult {
@@ -195,6 +200,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
   const spawnedAt = performance.now();
   const env = {
     ...process.env,
+    ...options.env,
     TSGYM_BENCH_PROBE: probeFile,
     ...(options.profileDir ? { TSGYM_BENCH_CPU_PROFILE_DIR: options.profileDir } : {}),
   };

@@ -13,6 +13,7 @@ import { queueScaleOut } from './queue.js';
 import { startService } from './service.js';
 import { summarizeProfiles } from './profile.js';
 import { shellSandboxes } from './shell.js';
+import { tracingCost } from './tracing.js';
 
 /**
  * `npm run bench`: the performance scenarios, side by side, in one command. Prints a table and writes
@@ -55,13 +56,40 @@ const SCENARIOS: Array<{
     title: '8. CPU and memory vs the pinned baseline',
     run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))],
   },
+  {
+    id: '9',
+    title: '9. tracing cost (OTLP export on vs off, and the off path itself)',
+    run: async (ctx) => [await tracingCost(ctx)],
+  },
 ];
 
+const USAGE =
+  'usage: node dist/bench/run.js [--only 1,3] [--profile] [--baseline <git rev>] (npm run bench runs every scenario)';
+
+/** The command line, or why it is refused (printed with the usage line; nothing is started). */
+function options(): { only?: string; profile?: boolean; baseline?: string } | string {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: { only: { type: 'string' }, profile: { type: 'boolean' }, baseline: { type: 'string' } },
+    }));
+  } catch (err) {
+    return (err as Error).message;
+  }
+  const known = new Set([...SCENARIOS.map((scenario) => scenario.id), '5']);
+  const unknown = (values.only ?? '').split(',').filter((id) => values.only !== undefined && !known.has(id.trim()));
+  if (unknown.length > 0)
+    return `--only ${values.only}: no scenario ${unknown.join(', ')} (the scenarios are ${[...known].sort().join(', ')})`;
+  return values;
+}
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: { only: { type: 'string' }, profile: { type: 'boolean' }, baseline: { type: 'string' } },
-  });
-  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8')).split(',').map((id) => id.trim()));
+  const values = options();
+  if (typeof values === 'string') {
+    process.stderr.write(`bench: ${values}\n${USAGE}\n`);
+    return 2;
+  }
+  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8,9')).split(',').map((id) => id.trim()));
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
   const profileDir = values.profile ? path.join(RESULTS, 'profiles') : undefined;

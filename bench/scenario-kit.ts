@@ -23,7 +23,8 @@ export interface BenchContext {
 
 export const COUNTER: ServiceOptions = { steps: 4, itemBytes: 0, delayMs: 0 };
 export const MIB = 1024 * 1024;
-export const RUN_TIMEOUT_MS = 180_000;
+/** How long one collection may take (180 s; `TSGYM_BENCH_RUN_TIMEOUT_SECS` raises it on a loaded machine). */
+export const RUN_TIMEOUT_MS = Number(process.env.TSGYM_BENCH_RUN_TIMEOUT_SECS ?? 180) * 1000;
 
 export async function dataset(ctx: BenchContext, rows: number): Promise<string> {
   const file = path.join(ctx.workDir, `counter-${rows}.jsonl`);

@@ -17,6 +17,7 @@ import {
   pidsMentioning,
   pidsOfUid,
   processRunning,
+  sandboxesGauge,
   sandboxTestsUnavailable,
 } from '../../test/support/sandbox.js';
 import { eventually } from '../../test/support/wait.js';
@@ -118,6 +119,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     const session = new Session(url);
     await session.call('seed_session', { task });
     assert.equal((await status(url)).sandboxes_live, 1);
+    assert.equal(await sandboxesGauge(url), 1);
     assert.deepEqual(
       (await session.call('list_dir', {})).entries.map((e) => [e.name, e.type]),
       [['data', 'dir']],
@@ -147,6 +149,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
       timeoutMs: 5000,
       intervalMs: 50,
     });
+    assert.equal(await sandboxesGauge(url), 0, 'the gauge follows the destroyed sandbox');
     assert.equal((await session.post('run_command', { command: 'true' })).status, 409);
   });
 
@@ -334,12 +337,14 @@ describe('shell environment process', { skip: unavailable }, () => {
         intervalMs: 50,
       });
       assert.equal((await status(env.url)).sandboxes_live, 3);
+      assert.equal(await sandboxesGauge(env.url), 3);
       collector.kill('SIGKILL');
       await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
         what: 'every sandbox is destroyed after expiry',
         timeoutMs: 10_000,
         intervalMs: 50,
       });
+      assert.equal(await sandboxesGauge(env.url), 0, 'expired sessions leave the gauge');
       const owner = readdirSync(baseDir);
       assert.equal(owner.length, 1);
       assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
@@ -397,6 +402,7 @@ describe('shell environment process', { skip: unavailable }, () => {
     const baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-32-'));
     const env = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
+      assert.equal(await sandboxesGauge(env.url), 0, 'no sandbox before the first seed (the self-test left none)');
       const sessions = Array.from({ length: 32 }, () => new Session(env.url));
       await Promise.all(
         sessions.map((session, i) =>
@@ -409,6 +415,7 @@ describe('shell environment process', { skip: unavailable }, () => {
         ),
       );
       assert.equal((await status(env.url)).sandboxes_live, 32);
+      assert.equal(await sandboxesGauge(env.url), 32);
       const seen = await Promise.all(
         sessions.map((session) => session.call('run_command', { command: 'cat me.txt; ls /work | wc -l' })),
       );
@@ -426,6 +433,7 @@ describe('shell environment process', { skip: unavailable }, () => {
         timeoutMs: 5000,
         intervalMs: 50,
       });
+      assert.equal(await sandboxesGauge(env.url), 0);
     } finally {
       env.child.kill('SIGTERM');
       await env.exited;

@@ -12,6 +12,7 @@ import {
 import { ConfigError } from '../../src/errors.js';
 import { HttpError } from '../../src/http/server.js';
 import { serveInstance } from '../../src/server/serve.js';
+import { countSandboxes } from './sandbox-metrics.js';
 import { SandboxError } from './sandbox/errors.js';
 import { openSandboxHost, type SandboxHost } from './sandbox/host.js';
 import { DEFAULT_LIMITS, type SandboxLimits } from './sandbox/limits.js';
@@ -249,12 +250,16 @@ export function shellSettings(
   };
 }
 
-/** The environment's server: opens the sandbox host first (refusing to start without one), and reports live sandboxes. */
+/**
+ * The environment's server: opens the sandbox host first (refusing to start without one), and reports live
+ * sandboxes (on `GET /`, and as `gym_shell_sandboxes` on `GET /metrics`).
+ */
 export async function createShellServer(
   settings: ShellServerSettings,
   instanceName = 'shell',
 ): Promise<{ server: EnvironmentServer; host: SandboxHost; close(): Promise<void> }> {
   const host = await openSandboxHost({ baseDir: settings.baseDir, limits: settings.limits });
+  const uncount = countSandboxes(host);
   const environment = createShellEnvironment({
     sandboxes: host,
     commandWallSecs: host.limits.commandWallSecs,
@@ -282,6 +287,7 @@ export async function createShellServer(
     close: async () => {
       await server.close();
       await host.close();
+      uncount();
     },
   };
 }

@@ -4,7 +4,6 @@ import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
-import { exactUtf8 } from '../../src/http/utf8.js';
 import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from './budget.js';
@@ -14,6 +13,7 @@ import { AgentLog, type LogSink } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
 import { ServiceClient } from './service-client.js';
+import { encodeResponse } from './step-body.js';
 import { RolloutRegistry } from './status.js';
 
 /**
@@ -89,9 +89,9 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         stepLatency: req.headers[STEP_LATENCY_HEADER] === '1',
         trace: { traceparent: req.headers.traceparent, tracestate: req.headers.tracestate },
       });
-      // A verified row is the environment's JSON text, sent on as is (C4); a failure row is encoded here.
+      // A verified row is the environment's JSON bytes, sent on as they came (C4); a failure row is encoded here.
       return result instanceof VerifiedRow
-        ? { raw: exactUtf8(result.text), contentType: 'application/json' }
+        ? { raw: result.toParts(), contentType: 'application/json' }
         : { body: result };
     },
 
@@ -102,7 +102,8 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
       }
       // The live route runs the loop on the caller's environment session: its cookies are the environment jar.
       const envJar = jarFromRequest(req);
-      const response = await withRunBudget(
+      const trajectory = new Trajectory();
+      await withRunBudget(
         ctx.limiter,
         config.runTimeoutSecs,
         (budget) =>
@@ -116,12 +117,14 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
               maxSteps: config.maxSteps,
               budget,
             },
-            new Trajectory(),
+            trajectory,
           ),
         { callerSignal: req.signal },
       );
       return {
-        body: response,
+        // The bytes of `JSON.stringify(trajectory.toResponse())`, written from the encoded items.
+        raw: encodeResponse(trajectory.encoded()),
+        contentType: 'application/json',
         setCookies: Object.entries(envJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
       };
     },

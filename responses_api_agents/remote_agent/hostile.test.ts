@@ -6,7 +6,7 @@
  * (declared and chunked), a gzip bomb, slow and stalled bodies, invalid UTF-8, a dropped connection, 10,000 asks in
  * one answer and reserved tool names. Then: the agent process is the one that started (never restarted) and serves a
  * plain rollout; every row is exactly one line of one file; each rollout's time is within its timeouts; the agent's
- * peak RSS is printed against the 256 MiB goal and asserted under a 288 MiB regression bound. The seed is printed;
+ * peak RSS is printed and asserted under the 256 MiB goal. The seed is printed;
  * `TSGYM_HOSTILE_SEED=<seed>` replays a run.
  */
 import assert from 'node:assert/strict';
@@ -32,16 +32,18 @@ import { eventually } from '../../test/support/wait.js';
 
 const SEED = Number(process.env.TSGYM_HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const CONCURRENCY = 16;
-const CALL_TIMEOUT_SECS = 2;
+// Long enough for the 8 MiB answer on a loaded 2-core machine (2 s was not, at load average 8), short enough that
+// the stalled kinds end well within the run timeout.
+const CALL_TIMEOUT_SECS = 4;
 const RUN_TIMEOUT_SECS = 8;
-/** Issue 9's goal, reported by every run. */
-const RSS_GOAL_MIB = 256;
 /**
- * What the test asserts. Peaks are 193–261 MiB across runs: the chunked body held up to the 64 MiB bound (~136 MiB
- * alone) and the 8 MiB answer (~178 MiB alone) overlap more or less by timing. The margin keeps CI deterministic;
- * the regression this guards against — buffering a 100 MiB body, or several copies of one — shows as 300 MiB and more.
+ * Issue 9's goal, asserted (issue 22). Peaks were 193–261 MiB when the agent held a trajectory's items parsed and
+ * encoded and its verify answer as text; with the items kept once (encoded only) and the answer passed on as its
+ * bytes, 10 runs gave 174–215 MiB (the agent and the co-located environment together; the runs where a heavy kind
+ * met the per-call deadline (then 2 s) on a loaded machine are the low ones). The regression this guards against — buffering a
+ * 100 MiB body, or another whole copy of the 8 MiB answer — shows as 256 MiB and more.
  */
-const RSS_BOUND_MIB = 288;
+const RSS_GOAL_MIB = 256;
 const MiB = 1024 * 1024;
 
 type Kind = (typeof KINDS)[number];
@@ -81,10 +83,10 @@ const EXPECTED: Partial<Record<Kind, Expectation>> = {
   deep_in_item: { error: /nested deeper than 512 levels/, terminal: true },
   body_100mib_declared: { error: /too large/, terminal: false },
   // Read until the 64 MiB bound, unless the per-call deadline comes first on a slow machine: bounded either way.
-  body_100mib_chunked: { error: /too large|timed out after 2\.0s/, terminal: false },
+  body_100mib_chunked: { error: /too large|timed out after 4\.0s/, terminal: false },
   gzip_bomb: { error: /not valid JSON/, terminal: false },
-  slow_body: { error: /timed out after 2\.0s/, terminal: false },
-  stalled: { error: /timed out after 2\.0s/, terminal: false },
+  slow_body: { error: /timed out after 4\.0s/, terminal: false },
+  stalled: { error: /timed out after 4\.0s/, terminal: false },
   invalid_utf8: { error: /not valid UTF-8/, terminal: false },
   dropped: { error: /could not reach the remote service|socket|closed/i, terminal: false },
 };
@@ -397,6 +399,8 @@ test(
     assert.equal(listed.restarts, 0);
     assert.ok(isAlive(agent.pid!));
     const peak = peakRssMiB(agent.pid!);
+    // Printed before the outcome checks, so a run that fails on a slow machine still reports its peak.
+    t.diagnostic(`agent peak RSS ${peak === undefined ? 'n/a' : peak.toFixed(1)} MiB after the hostile mix`);
     const plain = await collect('plain.jsonl', 'plain/r.jsonl');
     assert.equal(plain.code, 0, plain.stderr);
     assert.deepEqual(
@@ -431,10 +435,13 @@ test(
       const secs = row._ng_rollout_duration_secs;
       if (typeof secs === 'number') assert.ok(secs <= RUN_TIMEOUT_SECS + 2, `${String(row.kind)} took ${secs}s`);
     }
-    assert.ok(peak === undefined || peak < RSS_BOUND_MIB, `agent peak RSS ${peak} MiB is over ${RSS_BOUND_MIB} MiB`);
+    assert.ok(
+      peak === undefined || peak < RSS_GOAL_MIB,
+      `agent peak RSS ${peak} MiB is over the ${RSS_GOAL_MIB} MiB goal`,
+    );
     const figure =
       `hostile mix (seed ${SEED}): ${rows.length} rows at concurrency ${CONCURRENCY} in ${wallSecs.toFixed(1)}s, ` +
-      `${completed.length} completed, ${failures.length} failed; agent peak RSS ${peak === undefined ? 'n/a' : peak.toFixed(1)} MiB (goal ${RSS_GOAL_MIB}, asserted bound ${RSS_BOUND_MIB})`;
+      `${completed.length} completed, ${failures.length} failed; agent peak RSS ${peak === undefined ? 'n/a' : peak.toFixed(1)} MiB (goal ${RSS_GOAL_MIB}, asserted)`;
     t.diagnostic(figure);
 
     environment.child.kill('SIGINT');

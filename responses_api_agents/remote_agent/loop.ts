@@ -15,7 +15,7 @@ import type { RunBudget } from './budget.js';
 import type { Environment, EnvironmentJar } from './resources-client.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress } from './status.js';
-import { StepBody } from './step-body.js';
+import { encodeElement, StepBody, verifyBody, type EncodedResponse } from './step-body.js';
 
 /**
  * The agent loop, in process (no internal HTTP hop, so the run deadline reaches the in-flight service call).
@@ -43,47 +43,55 @@ export interface LoopContext {
   budget: RunBudget;
   /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */
   progress?: RolloutProgress;
-  /** The step bodies' encoder, when the caller goes on to build the `/verify` body from it; else one of the loop's own. */
-  stepBody?: StepBody;
 }
 
-export async function runAgentLoop(
-  params: CreateParams,
-  ctx: LoopContext,
-  trajectory: Trajectory,
-): Promise<ResponseObject> {
-  const body = ctx.stepBody ?? new StepBody(params, normalizeInput(params.input));
+/** Run the loop to its end; what it produced is in `trajectory` (also when it throws). */
+export async function runAgentLoop(params: CreateParams, ctx: LoopContext, trajectory: Trajectory): Promise<void> {
+  const body = new StepBody(params, normalizeInput(params.input));
   for (let step = 1; ; step++) {
-    ctx.progress?.enter('calling_service', step);
-    const sentAt = performance.now();
-    const answer = await ctx.service.respond(
-      body.build(trajectory.items),
-      params,
-      ctx.serviceJar,
-      ctx.budget,
-      ctx.progress,
-    );
-    const response = answer.response;
-    trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);
-    checkResponseStatus(response);
-    if (response.incomplete_details) break;
-
-    const { asks, hasAssistantMessage } = planStep(response.output);
-    if (asks.length === 0) {
-      if (hasAssistantMessage) break;
-      throw new RetryableRolloutError(
-        'REMOTE_NO_PROGRESS',
-        'the remote service returned neither a tool call nor a final message (no unpaired function_call, no ' +
-          'assistant message, no incomplete_details); each response must ask for Gym tools or finish',
-      );
-    }
+    const asks = await serviceStep(params, body, ctx, trajectory, step);
+    if (asks === undefined) break;
     for (const call of asks) {
       ctx.progress?.enter('running_tool', step, call.name);
       trajectory.addToolOutput(await runTool(call, ctx));
     }
     if (ctx.maxSteps !== null && step >= ctx.maxSteps) break;
   }
-  return trajectory.toResponse();
+}
+
+/**
+ * One service call: its answer goes into the trajectory (encoded), then the asks to run, or undefined when the
+ * rollout is done. The parsed answer ends here: only the asks outlive the call.
+ */
+async function serviceStep(
+  params: CreateParams,
+  body: StepBody,
+  ctx: LoopContext,
+  trajectory: Trajectory,
+  step: number,
+): Promise<FunctionCallItem[] | undefined> {
+  ctx.progress?.enter('calling_service', step);
+  const sentAt = performance.now();
+  const answer = await ctx.service.respond(
+    body.forCall(trajectory.items),
+    params,
+    ctx.serviceJar,
+    ctx.budget,
+    ctx.progress,
+  );
+  const response = answer.response;
+  trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);
+  checkResponseStatus(response);
+  if (response.incomplete_details) return undefined;
+
+  const { asks, hasAssistantMessage } = planStep(response.output);
+  if (asks.length > 0) return asks;
+  if (hasAssistantMessage) return undefined;
+  throw new RetryableRolloutError(
+    'REMOTE_NO_PROGRESS',
+    'the remote service returned neither a tool call nor a final message (no unpaired function_call, no ' +
+      'assistant message, no incomplete_details); each response must ask for Gym tools or finish',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -204,24 +212,32 @@ export interface FunctionCallOutputItem {
  * Everything the rollout produced so far: the service's items exactly as sent plus Gym's tool outputs, in order,
  * and the usage summed over the steps that reported it. Kept outside the loop so a failed rollout still has its
  * evidence (D2).
+ *
+ * The items are kept only encoded, each as `JSON.stringify` writes it, the moment it arrives: every body the rollout
+ * sends (service calls, `/verify`, the `/v1/responses` reply) is written from these bytes, and a parsed item is
+ * dropped with the step that read it. Only a failure row parses them back (`toResponse`).
  */
 export class Trajectory {
-  readonly items: unknown[] = [];
+  /** Every item so far, encoded. */
+  readonly items: Buffer[] = [];
   /** Wall time of each step's service call (overload waits included), in milliseconds. */
   readonly stepLatenciesMs: number[] = [];
   steps = 0;
   stepsWithUsage = 0;
   /** Some step's usage detail objects were zeros filled in by Gym, not counts from the service (D24). */
   usageFilled = false;
+  /** The last response's members, its `output` emptied (its items are in `items`). */
   private last: ResponseObject | undefined;
   private usage: Usage | null = null;
+  /** Set by `sealForVerify`: the `/verify` body, which then holds the items. */
+  private sealedBody: Buffer | undefined;
 
   addResponse(response: ResponseObject, latencyMs = 0, usageFilled = false): void {
-    this.last = response;
+    this.last = { ...response, output: [] };
     if (usageFilled) this.usageFilled = true;
     this.stepLatenciesMs.push(latencyMs);
     this.steps++;
-    for (const item of response.output) this.items.push(item);
+    for (const item of response.output) this.items.push(encodeElement(item));
     if (response.usage != null) {
       this.stepsWithUsage++;
       this.usage = sumUsage(this.usage, response.usage);
@@ -229,21 +245,45 @@ export class Trajectory {
   }
 
   addToolOutput(item: FunctionCallOutputItem): void {
-    this.items.push(item);
+    this.items.push(encodeElement(item));
   }
 
   get isEmpty(): boolean {
     return this.last === undefined;
   }
 
-  /** The last response with `output` = every item so far and `usage` = the sum (null when no step reported). */
   /** `_ng_step_latency_secs`: each step's service latency in seconds (millisecond precision). */
   stepLatenciesSecs(): number[] {
     return this.stepLatenciesMs.map((ms) => Math.round(ms) / 1000);
   }
 
+  /** The last response with `output` = every item so far and `usage` = the sum (null when no step reported), encoded. */
+  encoded(): EncodedResponse {
+    if (!this.last) throw new Error('Trajectory.encoded() before any response');
+    if (this.sealedBody) throw new Error('Trajectory.encoded() after sealForVerify');
+    return { fields: { ...this.last, usage: this.usage }, items: this.items };
+  }
+
+  /**
+   * The `/verify` body for `row` (`verifyBody`), after which the trajectory holds only that body: its items are in
+   * it, and while the environment verifies, a rollout holds its trajectory once, not twice (the rollouts of a run
+   * reach their verify steps together). Nothing is added after this.
+   */
+  sealForVerify(row: Record<string, unknown>): Buffer {
+    const body = verifyBody(row, this.encoded());
+    this.items.length = 0;
+    this.sealedBody = body;
+    return body;
+  }
+
+  /**
+   * The same response as an object, its items parsed back from their encodings, or once sealed from the `/verify`
+   * body (for a failure row's evidence, written as JSON: the same text either way).
+   */
   toResponse(): ResponseObject {
     if (!this.last) throw new Error('Trajectory.toResponse() before any response');
-    return { ...this.last, output: [...this.items] as ResponseObject['output'], usage: this.usage };
+    if (this.sealedBody) return (JSON.parse(this.sealedBody.toString('utf8')) as { response: ResponseObject }).response;
+    const output = this.items.map((item) => JSON.parse(item.toString('utf8')) as unknown);
+    return { ...this.last, output: output as ResponseObject['output'], usage: this.usage };
   }
 }

@@ -1,3 +1,6 @@
+import { isUtf8 } from 'node:buffer';
+import { MAX_ENVELOPED_JSON_DEPTH } from '../../src/bounded-json/index.js';
+import { finiteNumberMember } from '../../src/bounded-json/member.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { HttpTransportError, type HttpResponse } from '../../src/http/client.js';
 import { transportFor, type Transport } from '../../src/http/in-process.js';
@@ -53,29 +56,19 @@ export class Environment {
   }
 
   /**
-   * `/verify`, checked: a JSON object (nesting bounded) with a finite numeric `reward`. The answer is kept as its text,
-   * not as the parsed value: it becomes the `/run` reply as is (C4), so the agent neither holds the parsed trajectory
-   * nor encodes it again; the parse only checks it. `body` is the encoded `{ ...row, response }` (`StepBody.verifyBody`).
+   * `/verify`, checked: a JSON object (nesting bounded) with a finite numeric `reward`. The answer is kept as the bytes
+   * it arrived in, not as the parsed value nor as text: it becomes the `/run` reply as is (C4), so the agent neither
+   * holds the parsed trajectory nor encodes it again; the parse only checks it and is dropped. `body` is the encoded
+   * `{ ...row, response }` (`verifyBody`).
    */
   async verify(body: Buffer, jar: EnvironmentJar, budget: RunBudget): Promise<VerifiedRow> {
     const res = await this.call('/verify', body, jar, budget);
     this.checkSameBoot(res, jar);
     if (!isSuccess(res)) throw statusError(res);
-    let result: unknown;
-    try {
-      result = res.json();
-    } catch (err) {
-      throw invalidVerifyBody(`not JSON (${(err as Error).message})`);
-    }
-    if (result === null || typeof result !== 'object' || Array.isArray(result)) {
-      throw invalidVerifyBody('not a JSON object');
-    }
-    const reward = (result as Record<string, unknown>).reward;
-    if (typeof reward !== 'number' || !Number.isFinite(reward)) {
-      throw invalidVerifyBody(reward === undefined ? '`reward` is missing' : '`reward` is not a number');
-    }
+    const reward = checkedReward(res);
     if (budget.trace) budget.trace.reward = reward;
-    return new VerifiedRow(res.text());
+    // Bytes that are not UTF-8 were always sent on as their decoding (U+FFFD for each bad sequence): they still are.
+    return new VerifiedRow(isUtf8(res.body) ? res.body : Buffer.from(res.text(), 'utf8'));
   }
 
   /** Forward an `/aggregate_metrics` body unchanged. */
@@ -133,18 +126,55 @@ export class Environment {
   }
 }
 
-/** A `/verify` answer that passed the checks, as the JSON text of an object. */
+/**
+ * The `reward` of a `/verify` answer, or why the answer is invalid. The answer goes on as its bytes, so the reward is
+ * read from them without building the value (`finiteNumberMember`: exact when it answers); only an answer it is not
+ * sure of is parsed, for the verdict and its text, and the parse is dropped on return.
+ */
+function checkedReward(res: HttpResponse): number {
+  const read = finiteNumberMember(res.body, 'reward', MAX_ENVELOPED_JSON_DEPTH);
+  if (read !== undefined) return read;
+  let result: unknown;
+  try {
+    result = res.json();
+  } catch (err) {
+    throw invalidVerifyBody(`not JSON (${(err as Error).message})`);
+  }
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+    throw invalidVerifyBody('not a JSON object');
+  }
+  const reward = (result as Record<string, unknown>).reward;
+  if (typeof reward !== 'number' || !Number.isFinite(reward)) {
+    throw invalidVerifyBody(reward === undefined ? '`reward` is missing' : '`reward` is not a number');
+  }
+  return reward;
+}
+
+/**
+ * A `/verify` answer that passed the checks, as the UTF-8 bytes of a JSON object, and the fields the agent adds to
+ * it. The bytes are never decoded again nor copied: `toParts` splices the added fields in before the closing brace.
+ */
 export class VerifiedRow {
-  constructor(readonly text: string) {}
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly added = '',
+  ) {}
 
   /** The same object with one more field last (a field of that name already there is overridden, as a spread would). */
   withField(name: string, value: unknown): VerifiedRow {
-    const end = this.text.lastIndexOf('}');
-    return new VerifiedRow(
-      `${this.text.slice(0, end)},${JSON.stringify(name)}:${JSON.stringify(value)}${this.text.slice(end)}`,
-    );
+    return new VerifiedRow(this.bytes, `${this.added},${JSON.stringify(name)}:${JSON.stringify(value)}`);
+  }
+
+  /** The row's bytes, the answer with the added fields, as parts to be sent one after the other. */
+  toParts(): Buffer | readonly Buffer[] {
+    if (this.added === '') return this.bytes;
+    // `}` is one byte in UTF-8 and never part of a longer sequence: the last one closes the object.
+    const end = this.bytes.lastIndexOf(CLOSE_BRACE);
+    return [this.bytes.subarray(0, end), Buffer.from(this.added, 'utf8'), this.bytes.subarray(end)];
   }
 }
+
+const CLOSE_BRACE = 0x7d;
 
 /** `seed`, `verify`, or `tool NAME` (D25). */
 function spanName(path: string): string {

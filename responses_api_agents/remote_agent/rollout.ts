@@ -1,12 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { USAGE_FILLED_KEY } from '../../src/contract/echo-fill.js';
 import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
-import {
-  normalizeInput,
-  placeholderResponse,
-  validateCreateParams,
-  type CreateParams,
-} from '../../src/contract/index.js';
+import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
 import {
   describeError,
   isGymError,
@@ -25,7 +20,6 @@ import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
-import { StepBody } from './step-body.js';
 import { rolloutTracer } from '../../src/tracing/spans.js';
 import { TRACE_ID_KEY } from '../../src/runfiles/trace-context.js';
 import { RolloutTrace, type TraceHeaders } from './trace.js';
@@ -74,7 +68,7 @@ export interface RunOptions {
 }
 
 /**
- * A success is the `/verify` answer as text (`VerifiedRow`, passed through to the caller unparsed); a failure is a
+ * A success is the `/verify` answer as its bytes (`VerifiedRow`, passed through to the caller unparsed); a failure is a
  * row object.
  */
 export async function runRollout(
@@ -148,11 +142,10 @@ async function seedLoopVerify(
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const envJar = new EnvironmentJar();
   const serviceJar = new CookieJar();
-  const stepBody = new StepBody(params, normalizeInput(params.input));
 
   progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
-  const response = await stage(
+  await stage(
     'agent loop failed: ',
     runAgentLoop(
       params,
@@ -163,7 +156,6 @@ async function seedLoopVerify(
         envJar,
         maxSteps: ctx.config.maxSteps,
         budget,
-        stepBody,
         ...(progress ? { progress } : {}),
       },
       trajectory,
@@ -173,7 +165,7 @@ async function seedLoopVerify(
   progress?.enter('verifying');
   const verified = await stage(
     '/verify on the resources server failed: ',
-    ctx.environment.verify(stepBody.verifyBody(row, response), envJar, budget),
+    ctx.environment.verify(trajectory.sealForVerify(row), envJar, budget),
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row. The usage mark is the agent's stamp on a row

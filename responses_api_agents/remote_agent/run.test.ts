@@ -79,6 +79,8 @@ describe('I. Gym-side failures', () => {
         'function_call_output',
         'message',
       ]);
+      // The evidence is the trajectory as the environment got it (the agent keeps it only in the /verify body then).
+      assert.deepEqual(result._ng_partial_response, (h.env.to('/verify')[0]!.body as VerifyRequest).response);
     } finally {
       await h.close();
     }

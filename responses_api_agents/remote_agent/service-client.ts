@@ -86,12 +86,12 @@ export class ServiceClient {
   }
 
   /**
-   * One loop step: `body` is the encoded create-params (see StepBody) and `sent` the create-params it encodes, from
+   * One loop step: `body` is the encoded create-params, whole or in pieces (`StepBody.forCall`), and `sent` the create-params it encodes, from
    * which missing echo fields are filled when that is enabled. `jar` is this rollout's service cookie jar (sent, and
    * updated from the reply).
    */
   async respond(
-    body: Buffer,
+    body: Buffer | readonly Buffer[],
     sent: EchoSource,
     jar: CookieJar,
     budget: RunBudget,
@@ -112,7 +112,7 @@ export class ServiceClient {
   }
 
   private async respondOnSpan(
-    body: Buffer,
+    body: Buffer | readonly Buffer[],
     sent: EchoSource,
     jar: CookieJar,
     budget: RunBudget,
@@ -137,7 +137,7 @@ export class ServiceClient {
   }
 
   private async post(
-    body: Buffer,
+    body: Buffer | readonly Buffer[],
     jar: CookieJar,
     budget: RunBudget,
     traceHeaders?: Record<string, string>,

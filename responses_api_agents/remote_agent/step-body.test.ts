@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CreateParams } from '../../src/contract/index.js';
-import { StepBody } from './step-body.js';
+import { encodeElement, encodeResponse, StepBody, verifyBody } from './step-body.js';
+
+const encoded = (items: unknown[]): Buffer[] => items.map(encodeElement);
 
 /** What the loop sent before StepBody existed; StepBody must produce these exact bytes. */
 function expected(params: Record<string, unknown>, input: unknown[], items: unknown[]): Buffer {
@@ -20,7 +22,7 @@ test('StepBody writes the bytes JSON.stringify would, step after step', () => {
   const input = params.input as unknown[];
   const body = new StepBody(params as unknown as CreateParams, input);
   const items: unknown[] = [];
-  assert.deepEqual(body.build(items), expected(params, input, items));
+  assert.deepEqual(body.build(encoded(items)), expected(params, input, items));
   items.push({
     type: 'function_call',
     call_id: 'c1',
@@ -29,12 +31,12 @@ test('StepBody writes the bytes JSON.stringify would, step after step', () => {
     extra: { deep: [1, 2.5, 'x'] },
   });
   items.push({ type: 'function_call_output', call_id: 'c1', output: '{"success": true}' });
-  assert.deepEqual(body.build(items), expected(params, input, items));
+  assert.deepEqual(body.build(encoded(items)), expected(params, input, items));
   items.push(
     { type: 'reasoning', id: 'rs', summary: [{ type: 'summary_text', text: 'r'.repeat(100_000) }] },
     undefined,
   );
-  assert.deepEqual(body.build(items), expected(params, input, items));
+  assert.deepEqual(body.build(encoded(items)), expected(params, input, items));
 });
 
 test('StepBody keeps input where the params put it: first, last, or alone', () => {
@@ -47,33 +49,33 @@ test('StepBody keeps input where the params put it: first, last, or alone', () =
     const input = params.input as unknown[];
     const items = [{ type: 'function_call_output', call_id: 'c', output: 'o' }];
     assert.deepEqual(
-      new StepBody(params as unknown as CreateParams, input).build(items),
+      new StepBody(params as unknown as CreateParams, input).build(encoded(items)),
       expected(params, input, items),
     );
   }
 });
 
-test('verifyBody writes the bytes JSON.stringify({ ...row, response }) would, items encoded or not yet', () => {
+test('verifyBody and encodeResponse write the bytes JSON.stringify would, whatever the response members', () => {
   const params = { model: 'm', input: [{ role: 'user', content: 'q 😀' }] };
-  const input = params.input as unknown[];
-  const items: unknown[] = [{ type: 'function_call', call_id: 'c1', name: 't', arguments: '{}' }];
+  const items: unknown[] = [
+    { type: 'function_call', call_id: 'c1', name: 't', arguments: '{}' },
+    { type: 'function_call_output', call_id: 'c1', output: 'o \ud800' },
+    { type: 'message', role: 'assistant', content: 'x'.repeat(70_000) },
+  ];
   for (const row of [
     {},
     { responses_create_params: params, expected_count: 3, '7': 'integer-like key', note: undefined },
   ]) {
-    const body = new StepBody(params as unknown as CreateParams, input);
-    body.build(items);
-    const trajectory = [
-      ...items,
-      { type: 'function_call_output', call_id: 'c1', output: 'o' },
-      { type: 'message', role: 'assistant', content: 'x'.repeat(70_000) },
-    ];
     for (const response of [
-      { id: 'r', output: trajectory, usage: null, status: 'completed', skipped: undefined },
-      { output: trajectory },
-      { id: 'r', object: 'response', output: [...items], usage: { input_tokens: 1, output_tokens: 2 } },
+      { id: 'r', output: items, usage: null, status: 'completed', skipped: undefined },
+      { output: items },
+      { output: [] },
+      { id: 'r', object: 'response', output: items.slice(0, 1), usage: { input_tokens: 1, output_tokens: 2 } },
+      { usage: null, output: items, 'last key': [1, { a: '}' }] },
     ]) {
-      assert.deepEqual(body.verifyBody(row, response), Buffer.from(JSON.stringify({ ...row, response })));
+      const held = { fields: { ...response, output: [] }, items: encoded(response.output) };
+      assert.deepEqual(verifyBody(row, held), Buffer.from(JSON.stringify({ ...row, response })));
+      assert.deepEqual(encodeResponse(held), Buffer.from(JSON.stringify(response)));
     }
   }
 });

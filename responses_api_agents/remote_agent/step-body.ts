@@ -1,20 +1,19 @@
 import type { CreateParams } from '../../src/contract/index.js';
 
 /**
- * The body of each service call of one rollout: exactly the bytes of
- * `JSON.stringify({ ...params, input: [...input, ...items] })`, built from pieces encoded once — the create-params
- * around `input`, each original input item, and each trajectory item the first time it is sent.
+ * The bodies a rollout sends, written from its items encoded once (`encodeElement`, as `JSON.stringify` writes an
+ * array element): each service call's body (`StepBody.build`), the `/verify` body (`verifyBody`) and the
+ * `/v1/responses` reply (`encodeResponse`), each byte-identical to `JSON.stringify` of the objects they stand for.
  *
  * Every call re-sends the whole conversation, so re-encoding it on every step costs bytes × steps of JSON work;
  * with 200 KB items and 20 steps that was most of the agent's CPU (bench scenario 3). Now each item is encoded
- * once and a step only copies bytes.
+ * once and a step only copies bytes. The trajectory keeps nothing but these encodings (see `Trajectory`).
  */
 export class StepBody {
   private readonly head: Buffer;
   private readonly tail: Buffer;
-  /** Encoded input items, then encoded trajectory items in order. */
-  private readonly parts: Buffer[];
-  private readonly inputCount: number;
+  /** The encoded input items. */
+  private readonly input: Buffer[];
 
   constructor(params: CreateParams, input: readonly unknown[]) {
     // Object.keys gives JSON.stringify's own order; `input` keeps its position, as it does in `{ ...params, input }`.
@@ -36,61 +35,98 @@ export class StepBody {
     if (!seenInput) head += `${head === '{' ? '' : ','}"input":[`;
     this.head = Buffer.from(head);
     this.tail = Buffer.from(`]${tail}}`);
-    this.parts = input.map(encodeElement);
-    this.inputCount = this.parts.length;
-  }
-
-  /** The body for a call whose conversation is the input followed by `items` (which only ever grow). */
-  build(items: readonly unknown[]): Buffer {
-    for (let i = this.parts.length - this.inputCount; i < items.length; i++) this.parts.push(encodeElement(items[i]));
-    const pieces: Buffer[] = [this.head];
-    this.parts.forEach((part, index) => {
-      if (index > 0) pieces.push(COMMA);
-      pieces.push(part);
-    });
-    pieces.push(this.tail);
-    return Buffer.concat(pieces);
+    this.input = input.map(encodeElement);
   }
 
   /**
-   * The `/verify` body: exactly the bytes of `JSON.stringify({ ...row, response })`, where `response.output` is the
-   * trajectory's items (`Trajectory.toResponse()`), written from the items already encoded for the service calls.
-   * At the verify step the trajectory is then held as its items and their encodings plus this one body, with no
-   * intermediate string of the whole. `row` has no `response` of its own (stale result keys are stripped).
+   * The body for a call whose conversation is the input followed by the encoded trajectory `items`: exactly the
+   * bytes of `JSON.stringify({ ...params, input: [...input, ...parsedItems] })`.
    */
-  verifyBody(row: Record<string, unknown>, response: { output: readonly unknown[] } & Record<string, unknown>): Buffer {
-    const items = response.output;
-    for (let i = this.parts.length - this.inputCount; i < items.length; i++) this.parts.push(encodeElement(items[i]));
-    const rowText = JSON.stringify(row);
-    const pieces: Buffer[] = [Buffer.from(`${rowText.slice(0, -1)}${rowText === '{}' ? '' : ','}"response":{`)];
-    let first = true;
-    for (const key of Object.keys(response)) {
-      const name = JSON.stringify(key);
-      if (key === 'output') {
-        pieces.push(Buffer.from(`${first ? '' : ','}${name}:[`));
-        for (let i = 0; i < items.length; i++) {
-          if (i > 0) pieces.push(COMMA);
-          pieces.push(this.parts[this.inputCount + i]!);
-        }
-        pieces.push(CLOSE_ARRAY);
-      } else {
-        const value = JSON.stringify(response[key]);
-        if (value === undefined) continue;
-        pieces.push(Buffer.from(`${first ? '' : ','}${name}:${value}`));
-      }
-      first = false;
-    }
-    pieces.push(CLOSE_TWO_OBJECTS);
-    return Buffer.concat(pieces);
+  build(items: readonly Buffer[]): Buffer {
+    return Buffer.concat(this.pieces(items));
+  }
+
+  /**
+   * The same body for the wire: one buffer while it is small, else its pieces (sent one after the other), so that a
+   * long conversation is not copied once more on every step: the pieces are the trajectory's own encodings.
+   */
+  forCall(items: readonly Buffer[]): Buffer | readonly Buffer[] {
+    const pieces = this.pieces(items);
+    let size = 0;
+    for (const piece of pieces) size += piece.length;
+    return size < SEND_IN_PIECES_FROM ? Buffer.concat(pieces, size) : pieces;
+  }
+
+  private pieces(items: readonly Buffer[]): Buffer[] {
+    const pieces: Buffer[] = [this.head];
+    joinInto(pieces, this.input);
+    if (this.input.length > 0 && items.length > 0) pieces.push(COMMA);
+    joinInto(pieces, items);
+    pieces.push(this.tail);
+    return pieces;
   }
 }
 
-const CLOSE_ARRAY = Buffer.from(']');
-const CLOSE_TWO_OBJECTS = Buffer.from('}}');
+/** A body this large is sent in pieces; a smaller one is joined (one write, and no per-piece cost for small bodies). */
+const SEND_IN_PIECES_FROM = 1024 * 1024;
 
-const COMMA = Buffer.from(',');
+/**
+ * A response object whose `output` is held encoded: `fields` are its members in order, the value at `output` only
+ * marking where the items go; `items` are the encoded output items.
+ */
+export interface EncodedResponse {
+  fields: Record<string, unknown>;
+  items: readonly Buffer[];
+}
+
+/**
+ * The `/verify` body: exactly the bytes of `JSON.stringify({ ...row, response })`, with `response.output` written from
+ * the encoded items. At the verify step the trajectory is then held as its encodings plus this one body. `row` has no
+ * `response` of its own (stale result keys are stripped).
+ */
+export function verifyBody(row: Record<string, unknown>, response: EncodedResponse): Buffer {
+  const rowText = JSON.stringify(row);
+  const pieces: Buffer[] = [Buffer.from(`${rowText.slice(0, -1)}${rowText === '{}' ? '' : ','}"response":`)];
+  writeResponse(pieces, response);
+  pieces.push(CLOSE_OBJECT);
+  return Buffer.concat(pieces);
+}
+
+/** `JSON.stringify(response)` as bytes, written from the encoded items. */
+export function encodeResponse(response: EncodedResponse): Buffer {
+  const pieces: Buffer[] = [];
+  writeResponse(pieces, response);
+  return Buffer.concat(pieces);
+}
 
 /** An array element as JSON.stringify writes it (undefined, functions and symbols become null). */
-function encodeElement(value: unknown): Buffer {
+export function encodeElement(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value) ?? 'null');
 }
+
+function writeResponse(pieces: Buffer[], { fields, items }: EncodedResponse): void {
+  let members = '{';
+  for (const key of Object.keys(fields)) {
+    const name = JSON.stringify(key);
+    if (key === 'output') {
+      pieces.push(Buffer.from(`${members}${members === '{' ? '' : ','}${name}:[`));
+      joinInto(pieces, items);
+      members = ']';
+    } else {
+      const value = JSON.stringify(fields[key]);
+      if (value === undefined) continue;
+      members += `${members === '{' ? '' : ','}${name}:${value}`;
+    }
+  }
+  pieces.push(Buffer.from(`${members}}`));
+}
+
+function joinInto(pieces: Buffer[], parts: readonly Buffer[]): void {
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) pieces.push(COMMA);
+    pieces.push(parts[i]!);
+  }
+}
+
+const COMMA = Buffer.from(',');
+const CLOSE_OBJECT = Buffer.from('}');

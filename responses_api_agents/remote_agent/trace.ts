@@ -12,6 +12,8 @@ import { agentMetrics, observeHop, statusLabel } from '../../src/prometheus/metr
 import type { Row } from '../../src/runfiles/row.js';
 import { newSpanId, newTraceId, parseTraceparent } from '../../src/runfiles/trace-context.js';
 import type { HopSpan, RolloutTracer, SpanAttributes } from '../../src/tracing/types.js';
+import { rolloutBaggage, type RolloutKeys } from '../../src/logging/baggage.js';
+import { jsonLogs, logEvent } from '../../src/logging/log.js';
 
 export interface TraceHeaders {
   traceparent?: string | string[] | undefined;
@@ -29,6 +31,8 @@ export class RolloutTrace {
   private serviceCalls = 0;
   private inputTokens = 0;
   private outputTokens = 0;
+  /** json logs only (src/logging/log.ts): the rollout's keys, their `baggage` for each hop, and when it began. */
+  private readonly logged: { keys: RolloutKeys; baggage: string; agent: string; startedAt: number } | undefined;
 
   constructor(
     private readonly tracer: RolloutTracer,
@@ -50,6 +54,14 @@ export class RolloutTrace {
       attributes,
     );
     agentMetrics.inFlight.inc();
+    if (jsonLogs()) {
+      const keys: RolloutKeys = {
+        task_index: attributes['gym.task_index'] as number | undefined,
+        rollout_index: attributes['gym.rollout_index'] as number | undefined,
+        attempt: attributes['gym.attempt'] as number,
+      };
+      this.logged = { keys, baggage: rolloutBaggage(keys), agent: names.agent, startedAt: performance.now() };
+    }
   }
 
   get traceId(): string {
@@ -59,7 +71,9 @@ export class RolloutTrace {
   /** A client span for one request of the rollout; `headers()` gives what that request carries. */
   hop(name: string, attributes?: SpanAttributes): { span: HopSpan; headers: Record<string, string> } {
     const span = this.tracer.start(name, this.rollout, 'client', attributes);
-    return { span: new TimedHop(span, hopKind(name)), headers: span.headers(this.tracestate) };
+    const headers = span.headers(this.tracestate);
+    if (this.logged?.baggage) headers.baggage = this.logged.baggage;
+    return { span: new TimedHop(span, hopKind(name)), headers };
   }
 
   /** The status of a service response (for `gym_agent_service_responses_total`). */
@@ -106,6 +120,18 @@ export class RolloutTrace {
     this.rollout.end(outcome.error);
     agentMetrics.inFlight.dec();
     agentMetrics.finished.inc({ outcome_class: outcome.failureClass ?? 'completed' });
+    if (this.logged) {
+      logEvent(this.logged.agent, outcome.failureClass ? 'warn' : 'info', 'run served', {
+        trace_id: this.traceId,
+        ...this.logged.keys,
+        outcome: outcome.failureClass ?? 'completed',
+        terminal: outcome.terminal,
+        error_code: outcome.error,
+        reward: outcome.reward,
+        service_calls: this.serviceCalls,
+        duration_ms: Math.round(performance.now() - this.logged.startedAt),
+      });
+    }
   }
 }
 

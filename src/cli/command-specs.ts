@@ -25,7 +25,7 @@ const ENV_START_FLAGS = [
 export const COMMAND_SPECS: Record<string, CommandSpec> = {
   'env start': {
     summary: 'Start the head server and every server instance of the composed config; run until Ctrl-C.',
-    flags: ENV_START_FLAGS,
+    flags: [...ENV_START_FLAGS, FLAGS.logFormat],
     examples: [
       'gym env start "+config_paths=[counter_remote.yaml]"',
       'gym env start --config my_env.yaml ++head_server.port=11001',
@@ -72,6 +72,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
       FLAGS.maxOutputTokens,
       FLAGS.disableAggregation,
       FLAGS.queue,
+      FLAGS.logFormat,
     ],
     examples: [
       'gym eval run --no-serve +agent_name=remote_agent +input_jsonl_fpath=data/example.jsonl +output_jsonl_fpath=results/rollouts.jsonl',
@@ -113,6 +114,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
       FLAGS.model,
       FLAGS.modelUrl,
       FLAGS.modelApiKey,
+      FLAGS.logFormat,
     ],
     examples: ['gym quickstart', 'gym quickstart --env counter', 'gym quickstart --brain NAME'],
   },
@@ -142,7 +144,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
   worker: {
     summary:
       "Take rollout jobs of gym eval run --queue from Redis and run each through this machine's environment (found through its head server); Ctrl-C drains.",
-    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency, FLAGS.metricsPort],
+    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.queue, FLAGS.workerConcurrency, FLAGS.metricsPort, FLAGS.logFormat],
     examples: [
       'gym worker --queue redis://10.0.0.2:6379 --concurrency 32',
       'gym worker --queue redis://10.0.0.2:6379 ++head_server.port=11001',

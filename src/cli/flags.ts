@@ -267,6 +267,13 @@ export const FLAGS = {
     key: 'host',
     help: 'Address to serve on (+host; default 127.0.0.1, this machine only).',
   },
+  logFormat: {
+    long: '--log-format',
+    value: 'string',
+    metavar: 'text|json',
+    key: 'log_format',
+    help: 'json: this process and every server it starts log one JSON object per line, with trace ids and rollout keys (+log_format; default text, or TSGYM_LOG_FORMAT).',
+  },
 } satisfies Record<string, FlagSpec>;
 
 /** Accepted by every command, and before the command too. */

@@ -1,6 +1,7 @@
 import { ConfigError, GymError, UsageError } from '../errors.js';
 import { parseArgv, type ParsedCommand } from './argv.js';
 import { usage } from './help.js';
+import { logBlock } from '../logging/log.js';
 
 /** A command receives the parsed command line and answers with the process exit code. */
 export type CommandHandler = (cmd: ParsedCommand) => Promise<number>;
@@ -73,12 +74,14 @@ function reportError(err: unknown, cmd?: ParsedCommand): number {
     return 2;
   }
   if (err instanceof ConfigError || (err instanceof GymError && err.errorClass === 'config')) {
-    process.stderr.write(`Error: ${err.message}\n`);
+    // json logs: the paragraph (and any server's last lines it quotes) stays one event.
+    if (!logBlock('error', `Error: ${err.message}`)) process.stderr.write(`Error: ${err.message}\n`);
     return 1;
   }
   const verbose = cmd?.overrides.includes('+verbose=true') ?? false;
   const text =
     err instanceof Error ? (verbose ? (err.stack ?? err.message) : `${err.name}: ${err.message}`) : String(err);
-  process.stderr.write(`Error: ${text}\n(This is unexpected; rerun with -v for details and report it.)\n`);
+  const report = `Error: ${text}\n(This is unexpected; rerun with -v for details and report it.)\n`;
+  if (!logBlock('error', report)) process.stderr.write(report);
   return 1;
 }

@@ -4,7 +4,9 @@
  * `<stem>_aggregate_metrics.json` — one entry per agent, with the run's outcome counts (D1) beside the metrics.
  */
 import { isPlainObject } from '../config/types.js';
-import { writeFileAtomic } from '../runfiles/jsonl.js';
+import { MAX_ENVELOPED_JSON_DEPTH } from '../bounded-json/index.js';
+import { objectMembers, OPEN_BRACE, type Member } from '../bounded-json/member.js';
+import { parseLine, writeFileAtomic, type ParsedLine } from '../runfiles/jsonl.js';
 import { callInternal } from '../http/client.js';
 import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../metrics/metrics.js';
 import type { AgentDirectory } from './agents.js';
@@ -18,6 +20,7 @@ const HEAVY_FIELDS = [
   'ng_model_call_capture',
   'ng_trajectory',
 ];
+const HEAVY = new Set(HEAVY_FIELDS);
 const AGGREGATE_TIMEOUT_MS = 600_000;
 
 export const DISABLED_MESSAGE =
@@ -32,6 +35,45 @@ export function stripForAggregation(result: Row): Row {
   return out;
 }
 
+/**
+ * A rollouts-file line as the aggregation takes it: `stripForAggregation` of its parse, or the parse's failure.
+ * When the scan is sure of the line's members (`objectMembers`: valid, an object, no name written with escapes),
+ * only the light members and `response.usage` are parsed, so a trajectory of megabytes is never built to be
+ * dropped; any other line goes through `parseLine` as before.
+ */
+export function strippedRowOf(line: Buffer): ParsedLine {
+  const members = objectMembers(line, MAX_ENVELOPED_JSON_DEPTH);
+  const light = members && lightMembers(line, members);
+  if (light) return { ok: true, value: light };
+  const parsed = parseLine(line);
+  return parsed.ok && isPlainObject(parsed.value) ? { ok: true, value: stripForAggregation(parsed.value) } : parsed;
+}
+
+function lightMembers(line: Buffer, members: Member[]): Row | undefined {
+  let response: Member | undefined;
+  let text = '{';
+  for (const member of members) {
+    if (member.name === undefined) return undefined;
+    if (member.name === 'response') response = member;
+    if (HEAVY.has(member.name)) continue;
+    text += `${text === '{' ? '' : ','}${line.toString('utf8', member.start, member.end)}`;
+  }
+  // Valid by construction: members of a valid object, in their order (repeated names resolve as in the whole).
+  const row = JSON.parse(`${text}}`) as Row;
+  if (response && line[response.valueStart] === OPEN_BRACE) {
+    const inner = objectMembers(line, MAX_ENVELOPED_JSON_DEPTH - 1, response.valueStart, response.end);
+    if (!inner) return undefined;
+    let usage: Member | undefined;
+    for (const member of inner) {
+      if (member.name === undefined) return undefined;
+      if (member.name === 'usage') usage = member;
+    }
+    const value: unknown = usage && JSON.parse(line.toString('utf8', usage.valueStart, usage.end));
+    if (value) row.response = { usage: value };
+  }
+  return row;
+}
+
 interface Keyed {
   task: number;
   rollout: number;
@@ -42,13 +84,14 @@ interface Keyed {
 export class AggregationInput {
   private readonly byAgent = new Map<string, Keyed[]>();
 
-  add(agent: string, result: Row): void {
-    const task = result._ng_task_index;
-    const rollout = result._ng_rollout_index;
+  /** A row already stripped (`strippedRowOf`, `stripForAggregation`). */
+  add(agent: string, row: Row): void {
+    const task = row._ng_task_index;
+    const rollout = row._ng_rollout_index;
     const entry = {
       task: typeof task === 'number' ? task : 0,
       rollout: typeof rollout === 'number' ? rollout : 0,
-      row: stripForAggregation(result),
+      row,
     };
     let list = this.byAgent.get(agent);
     if (!list) this.byAgent.set(agent, (list = []));

@@ -14,6 +14,7 @@ import { findUnderRoots, searchRoots } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
 import {
   AggregationInput,
+  strippedRowOf,
   agentMetricsSource,
   aggregateAgents,
   DISABLED_MESSAGE,
@@ -333,7 +334,7 @@ async function dispatch(
         identity: identityOf(sent),
         previous: status.outcome,
       };
-      const problem = rowProblem(sent);
+      const problem = await rowProblem(sent);
       if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
       else {
         job.span = traces.begin(job);
@@ -367,7 +368,7 @@ async function aggregate(
     return { written: false, ok: true };
   }
   const input = new AggregationInput();
-  await scanRowsFile(paths.rollouts, (row) => input.add(agentNameOfRow(row), row));
+  await scanRowsFile(paths.rollouts, (row) => input.add(agentNameOfRow(row), row), strippedRowOf);
   const source = options.metricsSource ?? agentMetricsSource(options.agents);
   const { entries, errors } = await aggregateAgents(input, ledger, () => source, io.out);
   writeAggregateFile(paths.aggregateMetrics, entries);

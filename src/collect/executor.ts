@@ -18,6 +18,8 @@ export interface RolloutJob {
   body: string;
   /** The W3C `traceparent` the `/run` request carries (D25); absent from callers that trace nothing. */
   traceparent?: string;
+  /** Its `tracestate`, sent with it when set (a queue worker passes on the collector's). */
+  tracestate?: string;
 }
 
 /** Runs one job to a result row. Never rejects: every failure comes back as a failure row. */

@@ -3,6 +3,7 @@
  * mean reward so far, and the rollouts that stopped making progress); otherwise (CI logs, pipes) a plain line at
  * most every few seconds.
  */
+import { jsonLogs } from '../logging/log.js';
 
 export interface ProgressSnapshot {
   done: number;
@@ -40,7 +41,8 @@ export class ProgressReporter {
   constructor(private readonly options: ProgressOptions) {
     this.now = options.now ?? Date.now;
     this.started = this.now();
-    this.tty = options.stream.isTTY === true;
+    // json logs (src/logging/log.ts): no redrawn line, plain lines that become events.
+    this.tty = options.stream.isTTY === true && !jsonLogs();
     // Plain output starts after one interval: short runs print only the final line.
     if (!this.tty) this.lastDraw = this.started;
   }

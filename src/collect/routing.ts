@@ -3,7 +3,8 @@
  * collector puts on every result (docs/design.md, "Result stamps and routing"), and where the result goes — successes
  * to `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
  */
-import { placeholderResponse, validateCreateParams } from '../contract/index.js';
+import { plainCreateParams } from '../contract/fast-path.js';
+import { placeholderResponse } from '../contract/placeholder-response.js';
 import { isPlainObject } from '../config/types.js';
 import { HttpTransportError, neverDelivered, request, type HttpResponse } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
@@ -42,11 +43,16 @@ export function failureRow(row: Row, failureClass: string, error: string, termin
   return out;
 }
 
-/** Why a row cannot be sent at all (undefined when it can). */
-export function rowProblem(row: Row): string | undefined {
+/**
+ * Why a row cannot be sent at all (undefined when it can). The common shapes are settled by the contract's fast
+ * path; only another shape loads the zod schemas (once), so a collection of ordinary rows never loads zod.
+ */
+export async function rowProblem(row: Row): Promise<string | undefined> {
   if (!Object.hasOwn(row, 'responses_create_params')) {
     return 'the row has no responses_create_params (every row needs the model request it runs); fix the dataset row';
   }
+  if (plainCreateParams(row.responses_create_params)) return undefined;
+  const { validateCreateParams } = await import('../contract/validate.js');
   const check = validateCreateParams(row.responses_create_params);
   return check.ok ? undefined : `the row's responses_create_params is invalid: ${check.message}; fix the dataset row`;
 }
@@ -117,7 +123,11 @@ export function httpAgentExecutor(
       try {
         // Asks the remote agent for step latencies on success results too (the status board folds them in).
         const headers = job.traceparent
-          ? { ...STEP_LATENCY_REQUEST, traceparent: job.traceparent }
+          ? {
+              ...STEP_LATENCY_REQUEST,
+              traceparent: job.traceparent,
+              ...(job.tracestate ? { tracestate: job.tracestate } : {}),
+            }
           : STEP_LATENCY_REQUEST;
         res = await request(url, { method: 'POST', jsonText: job.body, headers, timeoutMs });
         break;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ConfigError } from '../errors.js';
 import {
   AggregationInput,
+  strippedRowOf,
   aggregateAgents,
   localMetricsSource,
   writeAggregateFile,
@@ -81,25 +82,29 @@ export async function aggregateShards(options: AggregateShardsOptions): Promise<
         if (isRolloutKey(task, rollout)) ledger.expected(task, rollout as number, agentNameOfRow(row));
       });
     }
-    const scan = await scanRowsFile(shard, (row, line) => {
-      const task = row._ng_task_index;
-      const rollout = row._ng_rollout_index;
-      if (!isRolloutKey(task, rollout)) {
-        throw new ConfigError(
-          `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
-          'GYM_AGGREGATE_KEY',
-        );
-      }
-      records.push({
-        task,
-        rollout: rollout as number,
-        text: line.bytes.toString('utf8'),
-        file: shard,
-        lineNo: line.lineNo,
-      });
-      input.add(agentNameOfRow(row), row);
-      ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
-    });
+    const scan = await scanRowsFile(
+      shard,
+      (row, line) => {
+        const task = row._ng_task_index;
+        const rollout = row._ng_rollout_index;
+        if (!isRolloutKey(task, rollout)) {
+          throw new ConfigError(
+            `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
+            'GYM_AGGREGATE_KEY',
+          );
+        }
+        records.push({
+          task,
+          rollout: rollout as number,
+          text: line.bytes.toString('utf8'),
+          file: shard,
+          lineNo: line.lineNo,
+        });
+        input.add(agentNameOfRow(row), row);
+        ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
+      },
+      strippedRowOf,
+    );
     if (scan.torn)
       warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
     const sidecar = failuresPathFor(shard);

@@ -7,10 +7,20 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { isPlainObject } from '../config/types.js';
-import type { Row } from '../runfiles/row.js';
+import { rewardOf } from '../runfiles/outcomes.js';
+import { failureClassOf, outcomeClassOf, type Row } from '../runfiles/row.js';
 import { newTraceSalt, traceIdOf, TRACE_ID_KEY } from '../runfiles/trace-context.js';
 import { flushTracing, rolloutTracer } from '../tracing/spans.js';
 import type { HopSpan, RolloutTracer } from '../tracing/types.js';
+import { jsonLogs, logEvent } from '../logging/log.js';
+
+interface Begun {
+  task: number;
+  rollout: number;
+  attempt: number;
+  agent: string;
+  startedAt: number;
+}
 
 /** The salt a previous session of this run wrote into its status file, if any. */
 function previousSalt(statusPath: string): string | undefined {
@@ -25,6 +35,9 @@ function previousSalt(statusPath: string): string | undefined {
 }
 
 export class CollectorTraces {
+  /** json logs only: what each attempt's `rollout finished` event needs (src/logging/log.ts). */
+  private readonly begun = new WeakMap<HopSpan, Begun>();
+
   private constructor(
     readonly salt: string,
     private readonly tracer: RolloutTracer,
@@ -37,28 +50,46 @@ export class CollectorTraces {
 
   /** The attempt's root span; `headers()` is what its `/run` request carries. */
   begin(job: { task: number; rollout: number; attempt: number; agent: string }): HopSpan {
-    return this.tracer.startRoot('rollout', traceIdOf(this.salt, job.task, job.rollout, job.attempt), 'client', {
+    const span = this.tracer.startRoot('rollout', traceIdOf(this.salt, job.task, job.rollout, job.attempt), 'client', {
       'gym.task_index': job.task,
       'gym.rollout_index': job.rollout,
       'gym.attempt': job.attempt,
       'gym.agent': job.agent,
     });
+    if (jsonLogs()) this.begun.set(span, { ...job, startedAt: performance.now() });
+    return span;
   }
 
   /** Ends the span with the result's outcome; a failure row gets the trace id. */
   settle(span: HopSpan, result: Row, route: string): void {
     if (route === 'failures') result[TRACE_ID_KEY] = span.traceId;
+    const begun = jsonLogs() ? this.begun.get(span) : undefined;
+    if (begun) logRollout(span.traceId, begun, result, route);
     if (!this.tracer.exporting) return;
-    const failureClass = typeof result._ng_failure_class === 'string' ? result._ng_failure_class : undefined;
     span.setAttributes({
-      'gym.outcome_class': failureClass ?? (route === 'rollouts' ? 'completed' : 'not_persisted'),
-      'gym.reward': typeof result.reward === 'number' ? result.reward : 0,
+      'gym.outcome_class': outcomeClassOf(result, route),
+      'gym.reward': rewardOf(result),
     });
-    span.end(failureClass);
+    span.end(failureClassOf(result));
   }
 
   /** Sends the buffered spans (bounded in time) before the command exits. */
   shutdown(): Promise<void> {
     return flushTracing();
   }
+}
+
+/** The collector's event for one finished attempt: enough to follow the rollout by its trace id, nothing of its content. */
+function logRollout(traceId: string, begun: Begun, result: Row, route: string): void {
+  logEvent('collector', failureClassOf(result) ? 'warn' : 'info', 'rollout finished', {
+    trace_id: traceId,
+    task_index: begun.task,
+    rollout_index: begun.rollout,
+    attempt: begun.attempt,
+    agent: begun.agent,
+    outcome: outcomeClassOf(result, route),
+    terminal: route === 'failures' ? result._ng_failure_terminal === true : undefined,
+    reward: rewardOf(result),
+    duration_ms: Math.round(performance.now() - begun.startedAt),
+  });
 }

@@ -9,7 +9,7 @@ import { ConfigError } from '../errors.js';
 import type { PlainObject } from './types.js';
 
 const isLoopback = (host: string): boolean => /^127\./.test(host) || host === 'localhost' || host === '::1';
-const isWildcard = (host: string): boolean => host === '0.0.0.0' || host === '::' || host === '*';
+export const isWildcard = (host: string): boolean => host === '0.0.0.0' || host === '::' || host === '*';
 
 /**
  * The default host of the servers. `head` is the head_server block, `headHost` its host as configured (before any

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { InputItemSchema, OutputItemSchema } from './item-schemas.js';
 import { AnyObject, Int, nullableString } from './scalars.js';
+import { RESPONSE_STATUSES, SERVICE_TIERS, TOOL_CHOICE_MODES, TRUNCATIONS } from './declared.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Usage: every key required when usage is present; the two detail counts may be null.
@@ -74,7 +75,6 @@ const ParamsTool = z.discriminatedUnion('type', [
   ...hostedTools,
 ]);
 
-export const TOOL_CHOICE_MODES = ['none', 'auto', 'required'] as const;
 const ToolChoice = z.union([
   z.enum(TOOL_CHOICE_MODES),
   z.discriminatedUnion('type', [
@@ -110,7 +110,6 @@ const ReasoningConfig = z.looseObject({
   generate_summary: ReasoningSummaryMode.nullish(),
   summary: ReasoningSummaryMode.nullish(),
 });
-export const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
 const ServiceTier = z.enum(SERVICE_TIERS);
 const TextConfig = z.looseObject({
   format: z
@@ -122,13 +121,10 @@ const TextConfig = z.looseObject({
     .nullish(),
   verbosity: z.enum(['low', 'medium', 'high']).nullish(),
 });
-export const TRUNCATIONS = ['auto', 'disabled'] as const;
 const Truncation = z.enum(TRUNCATIONS);
 
 // ---------------------------------------------------------------------------------------------------
 // The Response object. `output_text` is an SDK convenience, not part of the wire contract.
-
-export const RESPONSE_STATUSES = ['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete'] as const;
 
 export const ResponseSchema = z.looseObject({
   id: z.string(),

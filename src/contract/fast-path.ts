@@ -6,25 +6,24 @@
  * per rollout in the bench's scenario 1). The checks here accept only objects the schemas certainly accept: each
  * checks the fields of the common shapes exactly as the schema declares them, and every declared field it does not
  * check must be absent. Anything else is "not sure" and goes to zod (validate.ts). fast-path.test.ts holds every
- * validate* verdict equal to the schema's on thousands of mutated objects.
+ * validate* verdict equal to the schema's on thousands of mutated objects. The field lists come from declared.ts,
+ * not from the schemas, so this module loads without zod (the collector checks every row here).
  */
 import {
-  CreateParamsSchema,
-  RESPONSE_STATUSES,
-  ResponseSchema,
-  SERVICE_TIERS,
-  TOOL_CHOICE_MODES,
-  TRUNCATIONS,
-  UsageSchema,
-} from './body-schemas.js';
-import {
-  FunctionCallOutputSchema,
-  FunctionCallSchema,
+  CREATE_PARAMS_KEYS,
+  FUNCTION_CALL_KEYS,
+  FUNCTION_CALL_OUTPUT_KEYS,
   ITEM_STATUSES,
   MESSAGE_ROLES,
-  ReasoningItem,
-  tokenMetadataShape,
-} from './item-schemas.js';
+  REASONING_KEYS,
+  RESPONSE_KEYS,
+  RESPONSE_STATUSES,
+  SERVICE_TIERS,
+  TOKEN_METADATA_KEYS,
+  TOOL_CHOICE_MODES,
+  TRUNCATIONS,
+  USAGE_KEYS,
+} from './declared.js';
 import { isRecord } from './records.js';
 
 type Check = (value: unknown) => boolean;
@@ -80,7 +79,6 @@ function strictObject(declared: readonly string[], checks: Record<string, Check>
   return (value) => loose(value) && Object.keys(value as object).every((key) => known.has(key));
 }
 
-const TOKEN_METADATA_KEYS = Object.keys(tokenMetadataShape);
 const itemStatus = nil(oneOf(ITEM_STATUSES));
 
 const plainOutputText = looseObject(['type', 'text', 'annotations', 'logprobs'], {
@@ -101,7 +99,7 @@ const plainEasyMessage = looseObject(['type', 'role', 'content', ...TOKEN_METADA
   role: oneOf(MESSAGE_ROLES),
   content: isString,
 });
-const plainFunctionCall = looseObject(Object.keys(FunctionCallSchema.shape), {
+const plainFunctionCall = looseObject(FUNCTION_CALL_KEYS, {
   type: exactly('function_call'),
   arguments: isString,
   call_id: isString,
@@ -109,14 +107,14 @@ const plainFunctionCall = looseObject(Object.keys(FunctionCallSchema.shape), {
   id: nil(isString),
   status: itemStatus,
 });
-const plainFunctionCallOutput = looseObject(Object.keys(FunctionCallOutputSchema.shape), {
+const plainFunctionCallOutput = looseObject(FUNCTION_CALL_OUTPUT_KEYS, {
   type: exactly('function_call_output'),
   call_id: isString,
   output: isString,
   id: nil(isString),
   status: itemStatus,
 });
-const plainReasoning = looseObject(Object.keys(ReasoningItem.shape), {
+const plainReasoning = looseObject(REASONING_KEYS, {
   type: exactly('reasoning'),
   id: isString,
   summary: listOf(looseObject(['type', 'text'], { type: exactly('summary_text'), text: isString })),
@@ -138,7 +136,7 @@ const plainInputItem: Check = (item) =>
     ? plainEasyMessage(item) || plainOutputMessage(item)
     : (NON_MESSAGE_ITEMS.get(item.type)?.(item) ?? false));
 
-export const plainUsage = looseObject(Object.keys(UsageSchema.shape), {
+export const plainUsage = looseObject(USAGE_KEYS, {
   input_tokens: isSafeInt,
   input_tokens_details: looseObject(['cached_tokens'], {
     cached_tokens: (value) => value === null || isSafeInt(value),
@@ -166,7 +164,7 @@ const plainParamsTool = looseObject(FUNCTION_TOOL_KEYS, {
   description: nil(isString),
 });
 
-export const plainResponse = looseObject(Object.keys(ResponseSchema.shape), {
+export const plainResponse = looseObject(RESPONSE_KEYS, {
   id: isString,
   created_at: isFiniteNumber,
   model: isString,
@@ -199,7 +197,7 @@ export const plainResponse = looseObject(Object.keys(ResponseSchema.shape), {
   text: isNil,
 });
 
-export const plainCreateParams = strictObject(Object.keys(CreateParamsSchema.shape), {
+export const plainCreateParams = strictObject(CREATE_PARAMS_KEYS, {
   input: (value) => isString(value) || listOf(plainInputItem)(value),
   tools: optional(listOf(plainParamsTool)),
   tool_choice: optional(oneOf(TOOL_CHOICE_MODES)),

@@ -9,8 +9,8 @@
  */
 import { z } from 'zod';
 import { AnyObject, Int, nullableString } from './scalars.js';
+import { ITEM_STATUSES, MESSAGE_ROLES } from './declared.js';
 
-export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
 const ItemStatus = z.enum(ITEM_STATUSES);
 
 // ---------------------------------------------------------------------------------------------------
@@ -118,7 +118,6 @@ function requireCompleteTokenMetadata(item: Record<string, unknown>, ctx: z.Refi
 // ---------------------------------------------------------------------------------------------------
 // Items. One union serves input, output and instructions; only the message `type` differs.
 
-export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'] as const;
 const MessageRole = z.enum(MESSAGE_ROLES);
 
 /**

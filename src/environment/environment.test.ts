@@ -158,6 +158,42 @@ describe('environment kit', () => {
     assert.deepEqual(body.final_notes, ['a', 'b']);
   });
 
+  it("answers a large verify with the request's own bytes of its echo: what JSON.stringify writes, or for another writer the same JSON", async () => {
+    const big = (): Record<string, unknown> => {
+      const body = verifyBody(['a'], { _ng_task_index: 2, reward: 0.5 });
+      const item = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'é"\\'.repeat(40_000) }] };
+      return { ...body, response: { ...(body.response as object), output: [item] } };
+    };
+    const verifyOnce = async (send: (jar: CookieJar) => Promise<HttpResponse>): Promise<HttpResponse> => {
+      const jar = new CookieJar();
+      await post(env, '/seed_session', { owner: 'dana' }, jar);
+      await post(env, '/add_note', { text: 'a' }, jar);
+      return send(jar);
+    };
+    const small = (
+      await verifyOnce((jar) => post(env, '/verify', verifyBody(['a'], { _ng_task_index: 2 }), jar))
+    ).json();
+    const sent = big();
+    const res = await verifyOnce((jar) => post(env, '/verify', sent, jar));
+    assert.equal(res.status, 200);
+    const reply = res.json() as Record<string, unknown>;
+    assert.equal(res.text(), JSON.stringify(reply), 'byte for byte what JSON.stringify writes of it');
+    assert.deepEqual(Object.keys(reply), Object.keys(small as object), 'the members in the same order');
+    assert.deepEqual(reply.response, sent.response);
+    assert.equal(reply.reward, 1);
+    const spaced = JSON.stringify(big(), null, 1);
+    const other = await verifyOnce((jar) =>
+      request(`${env.url}/verify`, {
+        method: 'POST',
+        jsonText: spaced,
+        timeoutMs: 2_000,
+        headers: { cookie: jar.header()! },
+      }),
+    );
+    assert.deepEqual(other.json(), reply);
+    assert.ok(other.text().includes('"response":{\n'), "the echo is the request's bytes, its spacing kept");
+  });
+
   it('drops and disposes the state at verify: later calls on that session find none', async () => {
     const jar = new CookieJar();
     await post(env, '/seed_session', { owner: 'finn' }, jar);

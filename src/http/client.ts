@@ -59,8 +59,11 @@ export interface RequestOptions {
   method?: 'GET' | 'POST';
   /** JSON-encoded as the body with `Content-Type: application/json`. */
   json?: unknown;
-  /** A pre-encoded JSON body (saves a re-encode when the caller already has the bytes). */
-  jsonText?: string | Buffer;
+  /**
+   * A pre-encoded JSON body (saves a re-encode when the caller already has the bytes); a list of buffers is the body
+   * in pieces, written one after the other and never joined into one copy.
+   */
+  jsonText?: string | Buffer | readonly Buffer[];
   headers?: Record<string, string>;
   /** Sent as `Cookie`, and updated from the response's `Set-Cookie`. */
   jar?: CookieJar;
@@ -334,7 +337,7 @@ class Exchange {
 
 /** One HTTP exchange. Never follows redirects: a 3xx comes back as a response for the caller to judge. */
 export function request(url: string, options: RequestOptions): Promise<HttpResponse> {
-  let body: string | Buffer | undefined;
+  let body: string | Buffer | readonly Buffer[] | undefined;
   if (options.jsonText !== undefined)
     body = typeof options.jsonText === 'string' ? exactUtf8(options.jsonText) : options.jsonText;
   else if (options.json !== undefined) body = exactUtf8(JSON.stringify(options.json));
@@ -350,6 +353,8 @@ export function request(url: string, options: RequestOptions): Promise<HttpRespo
     }
   }
   if (body !== undefined) headers.push('content-type', 'application/json');
+  // undici writes an iterable body chunk by chunk; its length is declared, as it is for a single buffer.
+  if (isPieces(body)) headers.push('content-length', String(body.reduce((total, piece) => total + piece.length, 0)));
   if (cookie) headers.push('cookie', cookie);
   const target = targetOf(url);
   return new Promise<HttpResponse>((resolve, reject) => {
@@ -361,7 +366,7 @@ export function request(url: string, options: RequestOptions): Promise<HttpRespo
           path: target.path,
           method: options.method ?? (body === undefined ? 'GET' : 'POST'),
           headers,
-          body: body ?? null,
+          body: (body ?? null) as Dispatcher.DispatchOptions['body'],
         },
         exchange as unknown as Dispatcher.DispatchHandler,
       );
@@ -369,6 +374,10 @@ export function request(url: string, options: RequestOptions): Promise<HttpRespo
       exchange.onError(err as Error);
     }
   });
+}
+
+function isPieces(body: string | Buffer | readonly Buffer[] | undefined): body is readonly Buffer[] {
+  return Array.isArray(body);
 }
 
 function toList(value: string | string[] | undefined): string[] {

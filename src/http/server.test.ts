@@ -3,7 +3,7 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { z } from 'zod';
 import { request } from './client.js';
-import { App, HttpError, parseBody, type Listening } from './server.js';
+import { App, ClientGone, HttpError, parseBody, type Listening } from './server.js';
 
 describe('http server', () => {
   let listening: Listening;
@@ -27,9 +27,28 @@ describe('http server', () => {
       return { body: cycle };
     });
     app.get('/bad-header', () => ({ body: 'x', headers: { 'x-bad': 'line\nbreak' } }));
+    app.get('/parts', () => ({ raw: [Buffer.from('{"a":'), Buffer.from('"é"'), Buffer.from(',"b":2}')] }));
     listening = await app.listen(0, '127.0.0.1');
+    served = app;
   });
   after(() => listening.close());
+  let served: App;
+
+  it('sends a reply given as parts as their concatenation, over HTTP and in process, with its length', async () => {
+    const res = await request(`${listening.url}/parts`, { timeoutMs: 2_000 });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['content-length'], '16');
+    assert.equal(res.text(), '{"a":"é","b":2}');
+    const injected = await served.inject({
+      method: 'GET',
+      url: '/parts',
+      headers: {},
+      body: Buffer.alloc(0),
+      clientGone: new ClientGone(),
+    });
+    assert.equal(injected.headers['content-length'], 16);
+    assert.equal(injected.payload.toString(), '{"a":"é","b":2}');
+  });
 
   it('answers an unknown path with 404 {"detail":"Not Found"}', async () => {
     const res = await request(`${listening.url}/nowhere`, { method: 'POST', json: {}, timeoutMs: 2_000 });

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { JsonTooDeep, MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { parseCookieHeader } from './cookies.js';
 import { exactUtf8 } from './utf8.js';
+import { jsonLogs, logEvent } from '../logging/log.js';
 
 /**
  * A deliberately small HTTP framework on `node:http` for every tsgym server (resources servers, agents, the
@@ -36,8 +37,11 @@ export interface GymReply {
   status?: number;
   /** JSON-encoded into the body. */
   body?: unknown;
-  /** Sent as-is instead of `body`. */
-  raw?: string | Buffer;
+  /**
+   * Sent as-is instead of `body`. A list of buffers is sent one after the other in one write: a large reply made of
+   * parts (a body with fields spliced in) goes out without being joined into one more copy first.
+   */
+  raw?: string | Buffer | readonly Buffer[];
   contentType?: string;
   headers?: Record<string, string>;
   setCookies?: string[];
@@ -195,10 +199,12 @@ export class App {
   async inject(call: InjectedRequest): Promise<InjectedReply> {
     if (call.body.length > this.maxBodyBytes) {
       const limit = this.maxBodyBytes;
-      return encodeReply({
-        status: 413,
-        body: { detail: `request body of ${call.body.length} bytes is too large (limit ${limit})` },
-      });
+      return joined(
+        encodeReply({
+          status: 413,
+          body: { detail: `request body of ${call.body.length} bytes is too large (limit ${limit})` },
+        }),
+      );
     }
     const q = call.url.indexOf('?');
     const request = new IncomingRequest(
@@ -224,10 +230,12 @@ export class App {
       });
     }
     try {
-      return checkHeaders(encoded);
+      return joined(checkHeaders(encoded));
     } catch (err) {
       this.report(err, request);
-      return checkHeaders(encodeReply({ status: 500, body: `the reply could not be written: ${describeThrown(err)}` }));
+      return joined(
+        checkHeaders(encodeReply({ status: 500, body: `the reply could not be written: ${describeThrown(err)}` })),
+      );
     }
   }
 
@@ -247,7 +255,13 @@ export class App {
     }
     try {
       res.writeHead(encoded.status, encoded.headers);
-      res.end(encoded.payload);
+      if (!inParts(encoded.payload)) res.end(encoded.payload);
+      else {
+        // Corked, the parts leave in one writev; `end` uncorks.
+        res.cork();
+        for (const part of encoded.payload) res.write(part);
+        res.end();
+      }
     } catch (err) {
       // Invalid header bytes from a handler, or a socket that failed mid-write: only this request is lost.
       this.report(err, req);
@@ -414,7 +428,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
 interface EncodedReply {
   status: number;
   headers: http.OutgoingHttpHeaders;
-  payload: string | Buffer;
+  payload: string | Buffer | readonly Buffer[];
 }
 
 /** A request handed to `App.inject`: headers as node:http would present them (lower-case names). */
@@ -427,7 +441,10 @@ export interface InjectedRequest {
   clientGone: ClientGone;
 }
 
-export type InjectedReply = EncodedReply;
+/** An in-process reply: its payload in one piece, as a client reading it from a connection would have it. */
+export interface InjectedReply extends EncodedReply {
+  payload: string | Buffer;
+}
 
 /** The header checks `writeHead` makes (a bad header name or value throws). */
 function checkHeaders(encoded: EncodedReply): EncodedReply {
@@ -450,11 +467,27 @@ function encodeReply(reply: GymReply): EncodedReply {
         : exactUtf8(JSON.stringify(reply.body) ?? 'null');
   const headers: http.OutgoingHttpHeaders = {
     'content-type': reply.contentType ?? 'application/json',
-    'content-length': Buffer.byteLength(payload),
+    'content-length': byteLength(payload),
     ...reply.headers,
   };
   if (reply.setCookies && reply.setCookies.length > 0) headers['set-cookie'] = reply.setCookies;
   return { status: reply.status ?? 200, headers, payload };
+}
+
+function inParts(payload: EncodedReply['payload']): payload is readonly Buffer[] {
+  return typeof payload !== 'string' && !Buffer.isBuffer(payload);
+}
+
+function byteLength(payload: EncodedReply['payload']): number {
+  if (!inParts(payload)) return Buffer.byteLength(payload);
+  let size = 0;
+  for (const part of payload) size += part.length;
+  return size;
+}
+
+function joined(encoded: EncodedReply): InjectedReply {
+  const { payload } = encoded;
+  return inParts(payload) ? { ...encoded, payload: Buffer.concat(payload) } : { ...encoded, payload };
 }
 
 function describeThrown(err: unknown): string {
@@ -471,22 +504,24 @@ function describeThrown(err: unknown): string {
 export function guardProcess(name: string): void {
   if (guarded) return;
   guarded = true;
+  // One event in json mode, else the `[name] message: stack` line.
+  const report = (message: string, thrown: unknown): void => {
+    if (jsonLogs()) logEvent(name, 'error', message, { error: stackOf(thrown) });
+    else process.stderr.write(`[${name}] ${message}: ${stackOf(thrown)}\n`);
+  };
   process.on('uncaughtException', (err, origin) => {
-    process.stderr.write(
-      `[${name}] fatal ${origin} (the process exits for the supervisor to restart it): ${stackOf(err)}\n`,
-    );
+    report(`fatal ${origin} (the process exits for the supervisor to restart it)`, err);
     process.exit(70);
   });
-  process.on('unhandledRejection', (reason) => {
-    process.stderr.write(
-      `[${name}] unhandled promise rejection (logged; the server keeps serving): ${stackOf(reason)}\n`,
-    );
-  });
+  process.on('unhandledRejection', (reason) =>
+    report('unhandled promise rejection (logged; the server keeps serving)', reason),
+  );
 }
 
 let guarded = false;
 
-function stackOf(err: unknown): string {
+/** A thrown value's stack (or its text), never throwing itself: for log lines about failures. */
+export function stackOf(err: unknown): string {
   try {
     return err instanceof Error ? (err.stack ?? describeThrown(err)) : String(err);
   } catch {

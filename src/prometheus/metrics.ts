@@ -93,6 +93,21 @@ export function statusLabel(status: number | undefined): string {
   return status !== undefined && Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'error';
 }
 
+/**
+ * A gauge whose value is read when Prometheus scrapes, for a count a component keeps anyway (the shell
+ * environment's live sandboxes): nothing runs on the request path. Register a name once per process.
+ */
+export function gaugeReadAtScrape(name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
 /** The exposition, for a server route or the worker's own listener. */
 export async function exposition(): Promise<{ text: string; contentType: string }> {
   return { text: await registry.metrics(), contentType: registry.contentType };

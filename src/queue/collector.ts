@@ -1,6 +1,6 @@
 /**
  * The one place `gym eval run` picks its dispatch backend: without `queue_url` the in-process pool, with it the
- * BullMQ backend, whose connections are released however the collection ends. A producer given no agents (no
+ * Redis backend, whose connections are released however the collection ends. A producer given no agents (no
  * head server named) learns them from the workers' roster and has its end-of-run metrics computed by a worker.
  */
 import type { GlobalConfig } from '../config/types.js';
@@ -62,7 +62,7 @@ export async function collectWithBackend(global: GlobalConfig, options: Producer
 async function collectThroughQueue(settings: CollectorQueueSettings, options: CollectOptions): Promise<number> {
   const { config, io } = options;
   const { address } = settings;
-  // BullMQ is loaded only by runs that use it.
+  // The queue backend is loaded only by runs that use it.
   const { createRedisBackend } = await import('./redis-queue.js');
   const backend = createRedisBackend({
     address,

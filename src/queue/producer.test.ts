@@ -197,8 +197,25 @@ test('a worker that dies while computing the metrics: the producer offers them t
     what: () => `worker A to take the metrics job: ${first.stderr()}`,
     timeoutMs: 30_000,
   });
+  // The worst order: the producer is frozen, so the second worker looks at the offer after the dead worker's claim
+  // lapsed and before the producer notices. A lapsed offer must not be taken again (the rows are gone with the dead
+  // worker); the producer, thawed, offers the job anew.
+  const redis = new Redis(server.url);
+  closers.push(() => redis.disconnect());
+  const [claim] = await redis.keys('tsgym:agg:*:claim');
+  assert.ok(claim, 'worker A holds a claim');
+  run.child.kill('SIGSTOP');
   first.child.kill('SIGKILL');
+  const lapsesAt = Date.now() + Math.max(0, await redis.pttl(claim));
   const second = worker(server, headB, dir);
+  await eventually(
+    async () => {
+      const presence = await redis.hget('tsgym:workers', 'w1');
+      return presence !== null && (JSON.parse(presence) as { seenAt: number }).seenAt > lapsesAt + 600;
+    },
+    { what: () => `worker B to look at the offers after the claim lapsed: ${second.stderr()}`, timeoutMs: 30_000 },
+  );
+  run.child.kill('SIGCONT');
   const result = await run.result;
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   assert.match(result.stdout, /The worker computing the metrics of agent 'alpha' went away\./);

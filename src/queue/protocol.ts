@@ -6,7 +6,8 @@
  *   tsgym:runs            hash  runId → RunAnnouncement (JSON); the collector writes and refreshes its entry,
  *                               deletes it when the run ends; workers poll it to know which queues to serve.
  *   tsgym:workers         hash  workerId → WorkerPresence (JSON); each worker refreshes its entry every second.
- *   tsgym:run:<runId>:rollouts:…        the run's BullMQ queue (jobs, locks, events);
+ *   tsgym:run:<runId>:rollouts:jobs     stream of the jobs waiting or in flight, read by the group `workers`
+ *                                       (jobs-stream.ts: how jobs are taken, answered, handed back, reclaimed);
  *   tsgym:run:<runId>:rollouts:results  list of JobResult (JSON) workers append and the collector trims once the
  *                                       results are in its files;
  *   tsgym:run:<runId>:rollouts:owner    marker the collector sets: missing after a reconnect = Redis lost its data.
@@ -16,8 +17,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { RedisOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { ConfigError } from '../errors.js';
 import type { Row } from '../runfiles/row.js';
 
@@ -29,9 +29,9 @@ export const PRESENCE_FRESH_MS = 5_000;
 /** A run whose collector has not refreshed its announcement for this long is no longer served (it was abandoned). */
 export const RUN_ABANDONED_MS = 60 * 60 * 1000;
 /**
- * Default lock duration of a job (queue_stall_secs): a worker renews its locks every half of it however long the
- * rollout runs, so only a worker that stopped (killed, its host gone) loses them; its jobs are handed to another
- * worker within 1.5 × this (the lock expires, then the stalled check, every half of it, moves them back).
+ * Default stall time of a job (queue_stall_secs): a worker re-claims the jobs it runs every third of it however
+ * long the rollout runs, so only a worker that stopped (killed, its host gone) lets one go idle this long; its jobs
+ * are moved back to the stream within 1.5 × this (idle past it, then the others' stalled check, every half of it).
  */
 export const DEFAULT_STALL_SECS = 5;
 /** Default time the collector waits for an unreachable Redis before failing the run. */
@@ -95,7 +95,7 @@ export function connectionOptions(address: QueueAddress, name: string): RedisOpt
   };
 }
 
-/** The BullMQ key prefix of one run. */
+/** The key prefix of one run. */
 export function runPrefix(runId: string): string {
   return `tsgym:run:${runId}`;
 }
@@ -133,7 +133,7 @@ export interface RunAnnouncement {
   prefix: string;
   /** The collector's output file, for worker logs. */
   output: string;
-  /** Lock duration the workers use for this run's jobs (their stalled check runs every half of it). */
+  /** Stall time of this run's jobs: idle this long without a heartbeat, a job is moved back (checked every half of it). */
   stallMs: number;
   /** Deadline of one `/run` exchange (run_request_timeout_secs). */
   runTimeoutMs: number;
@@ -154,16 +154,25 @@ export interface WorkerPresence {
 export interface JobData {
   agent: string;
   body: string;
-  /** The collector's `traceparent` for the attempt (D25), sent on by the worker's `/run`. */
+  /** The collector's `traceparent` for the attempt (D25): the parent of the worker's spans. */
   traceparent?: string;
+  /** Its `tracestate`, when it has one (sent on by the worker's `/run`). */
+  tracestate?: string;
+  /**
+   * When the collector enqueued the job (ms since the epoch, decimal text): the start of the worker's `queue wait`
+   * span. Set only when the collector records spans itself; a worker reads it as untrusted text (worker-trace.ts).
+   */
+  enqueuedAt?: string;
 }
 
-/** A job's result: the row `/run` produced (or the failure row) and the worker that produced it. */
-export interface JobResult {
-  jobId: string;
-  worker: string;
-  row: Row;
-}
+/**
+ * A job's result: the row `/run` produced (or the failure row) and the worker that produced it; or, for a job the
+ * queue gave up on (its workers kept dying, or its entry could not be run), the reason, from which the collector
+ * makes a retryable worker_lost failure row.
+ */
+export type JobResult =
+  | { jobId: string; worker: string; row: Row; lost?: undefined }
+  | { jobId: string; worker: string; lost: string; row?: undefined };
 
 /** `t<task>r<rollout>a<attempt>`: the same rollout attempt always has the same id, so adding it twice is a no-op. */
 export function jobIdOf(task: number, rollout: number, attempt: number): string {

@@ -1,9 +1,10 @@
 /**
  * Distributed collection: the `RolloutQueue` backend that hands rollouts to `gym worker` processes on any number
- * of machines through Redis, with BullMQ as the job queue (at-least-once delivery, locks renewed while a worker
- * runs a job, stalled jobs handed to another worker, delayed re-offers of refused jobs). Workers append each result
- * to the run's results list; the collector, the only writer of the output files, reads that list in batches and
- * trims what it has appended. Exactly-once in the files follows from three rules: a rollout attempt always has the
+ * of machines through Redis, with a stream per run as the job queue (jobs-stream.ts: at-least-once delivery,
+ * heartbeats while a worker runs a job, stalled jobs moved back for another worker, delayed re-offers of refused
+ * jobs). The collector adds the jobs of one event-loop turn in one pipelined write. Workers answer each job by
+ * appending its result to the run's results list in the same step that removes the job from the stream; the
+ * collector, the only writer of the output files, reads that list in batches and trims what it has appended. Exactly-once in the files follows from three rules: a rollout attempt always has the
  * same job id (`t<task>r<rollout>a<attempt>`), the collector records only results of jobs it is waiting for (a late
  * duplicate is dropped), and a result leaves Redis only after the collector appended it (so a collector killed in
  * between finds it again on resume). At most `concurrency` jobs of a run exist at a time, so Redis memory is bounded
@@ -11,18 +12,18 @@
  * registry (protocol.ts). An outage of Redis pauses the run; past a deadline it fails with the resume command; a
  * Redis that comes back empty (restarted without persistence) gets the rollouts in flight again.
  */
-import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { GymError } from '../errors.js';
 import type { Row } from '../runfiles/row.js';
 import type { InProcessQueueOptions, RolloutJob, RolloutQueue } from '../collect/executor.js';
 import { failureRow, routeOf } from '../collect/routing.js';
+import { exportRequested } from '../tracing/spans.js';
 import { connect } from './connection.js';
+import { ensureGroup, fieldOf, jobFields, jobsKey, nextEntryId, parseJobs, streamEntries } from './jobs-stream.js';
 import {
-  connectionOptions,
   jobIdOf,
   ownerKey,
-  QUEUE_NAME,
   readWorkers,
   resultsKey,
   runPrefix,
@@ -34,13 +35,13 @@ import {
   type WorkerPresence,
 } from './protocol.js';
 
-/** A job BullMQ gave up on (stalled too often, a worker crashed in the processor): a retryable failure row. */
+/** A job the queue gave up on (its workers kept dying, or it could not be run): a retryable failure row. */
 export const WORKER_LOST = 'worker_lost';
 /** How long a finished run waits for its workers to stop serving it before deleting its keys. */
 const WORKERS_LEAVE_MS = 5000;
 /** Results read from the list per round trip. */
 const READ_BATCH = 512;
-/** Longest a result list entry may be (a bound on data from outside; a row bigger than this is a failure). */
+/** Longest a results stream entry may be (a bound on data from outside; one bigger than this is ignored). */
 const MAX_RESULT_CHARS = 256 * 1024 * 1024;
 
 export interface RedisBackendOptions {
@@ -78,21 +79,30 @@ function rate(stats: WorkerStats, now: number): string {
   return (stats.results / seconds).toFixed(1);
 }
 
-function parseResult(text: string): JobResult | undefined {
-  if (text.length > MAX_RESULT_CHARS) return undefined;
+/**
+ * The results of one entry of the results stream (a JSON array of them), without those that are not well-formed.
+ * Anyone with the Redis address can add entries, so the text is bounded like any received JSON: in length, and in
+ * nesting (a row as deep as an agent may answer, inside the list and its result object), since a row taken here is
+ * written out, and encoding one nested deeper than the stack would stop the collector.
+ */
+function parseResults(text: string): { results: JobResult[]; unreadable: number } {
+  if (text.length > MAX_RESULT_CHARS) return { results: [], unreadable: 1 };
+  let value: unknown;
   try {
-    const value = JSON.parse(text) as JobResult;
-    if (
-      typeof value?.jobId !== 'string' ||
-      typeof value.worker !== 'string' ||
-      typeof value.row !== 'object' ||
-      value.row === null
-    )
-      return undefined;
-    return value;
+    value = parseBoundedJson(text, MAX_ENVELOPED_JSON_DEPTH + 2);
   } catch {
-    return undefined;
+    return { results: [], unreadable: 1 };
   }
+  if (!Array.isArray(value)) return { results: [], unreadable: 1 };
+  const results: JobResult[] = [];
+  for (const item of value as JobResult[]) {
+    const wellFormed =
+      typeof item?.jobId === 'string' &&
+      typeof item.worker === 'string' &&
+      (typeof item.lost === 'string' || (typeof item.row === 'object' && item.row !== null));
+    if (wellFormed) results.push(item);
+  }
+  return { results, unreadable: value.length - results.length };
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -102,10 +112,11 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
   let client: Redis | undefined;
   /** Blocks waiting for results; its own connection so it never delays the commands on `client`. */
   let reader: Redis | undefined;
-  let queue: Queue | undefined;
   let announcement: RunAnnouncement | undefined;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  /** The run is over: its announcement is withdrawn and must stay so. */
+  let ending = false;
   let workers: WorkerPresence[] = [];
   const perWorker = new Map<string, WorkerStats>();
   let fatal: { error: unknown } | undefined;
@@ -118,17 +129,14 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
   });
   fatalSignal.catch(() => undefined);
 
-  const closeAll = async (): Promise<void> => {
-    if (closed) return;
+  const closeAll = (): Promise<void> => {
+    if (closed) return Promise.resolve();
     closed = true;
     if (timer) clearInterval(timer);
+    // Nothing waits on a goodbye: what matters is already in Redis or in the files.
     reader?.disconnect();
-    if (queue) {
-      // A Redis that is gone cannot take a polite goodbye: drop the connection instead of waiting on it.
-      const bye = fatal ? queue.getBackend().close(true) : queue.close();
-      await Promise.race([bye.catch(() => undefined), pause(2000)]);
-    }
     client?.disconnect();
+    return Promise.resolve();
   };
 
   const backend: RedisBackend = {
@@ -153,7 +161,10 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       let attached: Promise<void> | undefined;
       let downSince: number | undefined;
       let attachedAt = Date.now();
-      let pendingAdds: Array<{ name: string; data: JobData; opts: { jobId: string } }> = [];
+      let pendingAdds: Array<{ jobId: string; data: JobData }> = [];
+      const stampEnqueue = exportRequested();
+      /** Job ids a resumed run found still in the stream (waiting or in flight): submitted again, not added again. */
+      const queued = new Set<string>();
 
       const wake = (): void => {
         const list = waiters;
@@ -177,11 +188,17 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           if (early.size < 4 * concurrency) early.set(result.jobId, result);
           return;
         }
-        let stats = perWorker.get(result.worker);
-        if (!stats) perWorker.set(result.worker, (stats = { results: 0, firstAt: attachedAt }));
-        stats.results++;
-        const row = result.row;
-        if (routeOf(row) === 'failures') {
+        let row: Row;
+        if (result.lost === undefined) {
+          row = result.row;
+          let stats = perWorker.get(result.worker);
+          if (!stats) perWorker.set(result.worker, (stats = { results: 0, firstAt: attachedAt }));
+          stats.results++;
+        } else {
+          row = lostRow(job, result.lost);
+          warn(`Failure on the queue: task ${job.task} rollout ${job.rollout} (${WORKER_LOST}): ${result.lost}`);
+        }
+        if (result.lost === undefined && routeOf(row) === 'failures') {
           warn(
             `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`,
           );
@@ -200,72 +217,53 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
       const flushAdds = (): void => {
         const batch = pendingAdds;
         pendingAdds = [];
-        if (batch.length === 0 || !queue) return;
+        if (batch.length === 0 || !client || !announcement) return;
         // Commands wait through an outage (ioredis offline queue); a Redis that lost them gets them on reconnect.
-        queue
-          .addBulk(
-            batch.map((add) => ({
-              ...add,
-              opts: { ...add.opts, attempts: 1, removeOnComplete: true, removeOnFail: false },
-            })),
-          )
-          .catch(() => undefined);
+        const key = jobsKey(announcement.prefix);
+        const pipeline = client.pipeline();
+        for (const add of batch) pipeline.xadd(key, '*', ...jobFields(add.jobId, add.data));
+        pipeline.exec().catch(() => undefined);
       };
       const addJob = (jobId: string, job: J): void => {
         if (pendingAdds.length === 0) setImmediate(flushAdds);
-        pendingAdds.push({
-          name: 'rollout',
-          data: { agent: job.agent, body: job.body, ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
-          opts: { jobId },
-        });
+        const data: JobData = { agent: job.agent, body: job.body };
+        if (job.traceparent) data.traceparent = job.traceparent;
+        // The start of the worker's queue-wait span, only when the collector's rollout span (its parent) is recorded.
+        if (stampEnqueue && job.traceparent) data.enqueuedAt = String(Date.now());
+        pendingAdds.push({ jobId, data });
       };
 
-      /** Reads the results list in batches, records them, then trims what was recorded. */
+      /**
+       * Reads the results stream in batches (one round trip each: a read returns every result there, up to
+       * READ_BATCH, or blocks until one arrives), records them, then trims what was recorded.
+       */
       const readResults = async (prefix: string, firstPass: () => void): Promise<void> => {
         const key = resultsKey(prefix);
+        let last = '0-0';
+        let block = false;
         while (!closed && !fatal) {
           try {
-            const texts = await reader!.lrange(key, 0, READ_BATCH - 1);
-            if (texts.length === 0) {
-              firstPass();
-              // Block until a result arrives without taking it: moving the list's last entry onto its own tail.
-              await reader!.blmove(key, key, 'RIGHT', 'RIGHT', 1);
-              continue;
-            }
-            for (const text of texts) {
-              const result = parseResult(text);
-              if (result) deliver(result);
-              else warn(`Ignoring an unreadable entry of ${key} (not a tsgym worker result).`);
+            const wait = block ? ['BLOCK', 1000] : [];
+            const entries = streamEntries(
+              await reader!.call('XREAD', 'COUNT', READ_BATCH, ...wait, 'STREAMS', key, last),
+            );
+            block = true;
+            for (const entry of entries) {
+              const { results, unreadable } = parseResults(fieldOf(entry, 'r') ?? '');
+              for (const result of results) deliver(result);
+              if (unreadable > 0) warn(`Ignoring an unreadable entry of ${key} (not a tsgym worker result).`);
               if (fatal) return;
             }
             firstPass();
-            // Only after the results are in the files: a collector killed before this finds them again on resume.
-            await reader!.ltrim(key, texts.length, -1);
+            if (entries.length === 0) continue;
+            last = entries.at(-1)!.id;
+            // Only after the results are in the files (a collector killed before this finds them again on resume);
+            // not waited for: it shares a write with the next read.
+            reader!.xtrim(key, 'MINID', nextEntryId(last)).catch(() => undefined);
           } catch {
             if (closed || fatal) return;
             await pause(100);
           }
-        }
-      };
-
-      /** Jobs BullMQ gave up on produce no result: each becomes a retryable failure row. */
-      const collectAbandoned = async (): Promise<void> => {
-        const failed = (await queue!.getJobs(['failed'], 0, 99, true)) as Job<JobData>[];
-        for (const job of failed) {
-          if (!job?.id) continue;
-          const waiting = outstanding.get(job.id);
-          if (waiting) {
-            const reason = job.failedReason || 'the job failed on the queue';
-            warn(`Failure on the queue: task ${waiting.task} rollout ${waiting.rollout} (${WORKER_LOST}): ${reason}`);
-            const row = failureRow(
-              JSON.parse(waiting.body) as Row,
-              WORKER_LOST,
-              `the job queue gave up on this rollout: ${reason}`,
-              false,
-            );
-            deliver({ jobId: job.id, worker: 'none', row });
-          }
-          await queue!.remove(job.id).catch(() => undefined);
         }
       };
 
@@ -290,10 +288,11 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
 
       /** After a reconnect and every few seconds: a Redis that lost the run's data gets its jobs in flight again. */
       const recover = async (): Promise<void> => {
-        if (!announcement || !client) return;
+        if (!announcement || !client || ending) return;
         await register();
         if ((await client.exists(ownerKey(announcement.prefix))) === 1) return;
         await client.set(ownerKey(announcement.prefix), String(process.pid));
+        await ensureGroup(client, jobsKey(announcement.prefix));
         warn(
           `Redis no longer holds this run's data (restarted without persistence, or emptied): sending the ${outstanding.size} rollouts in flight again.`,
         );
@@ -325,16 +324,8 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         } finally {
           clearTimeout(deadline);
         }
-        queue = new Queue(QUEUE_NAME, {
-          connection: connectionOptions(address, `tsgym-collector:${runId}`),
-          prefix,
-          streams: { events: { maxLen: 100 } },
-        });
-        queue.on('error', () => undefined);
-        if (!options.resume) {
-          await guarded(queue.obliterate({ force: true }));
-          await guarded(client.del(resultsKey(prefix)));
-        }
+        if (!options.resume) await guarded(client.del(jobsKey(prefix), resultsKey(prefix)));
+        await guarded(ensureGroup(client, jobsKey(prefix)));
         await guarded(client.set(ownerKey(prefix), String(process.pid)));
         announcement = {
           runId,
@@ -351,6 +342,7 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
         // Results that finished while no collector listened are read before the first job is submitted, so a
         // resumed run records them instead of running those rollouts again.
         await guarded(new Promise<void>((resolve) => void readResults(prefix, resolve)));
+        if (options.resume) await guarded(scanQueued(client, jobsKey(prefix), queued));
         if (early.size > 0)
           warn(
             `${early.size} results finished in Redis while no collector was listening; they are recorded, not run again.`,
@@ -370,7 +362,6 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
             },
             () => undefined,
           );
-          if (ticks % 2 === 0) collectAbandoned().catch(() => undefined);
           // Also catches a Redis emptied without a disconnect (FLUSHALL, a failover to an empty replica).
           if (ticks % 5 === 0) recover().catch(() => undefined);
         }, 1000);
@@ -388,7 +379,7 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           if (found) {
             early.delete(jobId);
             deliver(found);
-          } else {
+          } else if (!queued.delete(jobId)) {
             addJob(jobId, job);
           }
           await until(() => outstanding.size < concurrency);
@@ -398,23 +389,45 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
           attached ??= attach();
           await guarded(attached);
           await until(() => outstanding.size === 0);
-          if (!queue || !client || !announcement) return;
+          if (!client || !announcement) return;
           // The run is over: nothing of it stays in Redis. Workers stop serving it first (they would write some of
           // its keys again); one that does not answer within the bound is not waited for.
+          // No refresh may announce the run again once it is withdrawn (workers would serve it again).
+          ending = true;
           await guarded(client.hdel(RUNS_KEY, announcement.runId));
           const runId = announcement.runId;
           for (const deadline = Date.now() + WORKERS_LEAVE_MS; Date.now() < deadline; await pause(100)) {
             const serving = await guarded(readWorkers(client));
             if (!serving.some((worker) => worker.runs.includes(runId))) break;
           }
-          await guarded(queue.obliterate({ force: true }));
-          await guarded(client.del(resultsKey(announcement.prefix), ownerKey(announcement.prefix)));
+          const { prefix } = announcement;
+          await guarded(client.del(jobsKey(prefix), resultsKey(prefix), ownerKey(prefix)));
           await closeAll();
         },
       };
     },
   };
   return backend;
+}
+
+/** The ids of the jobs in the stream (a resumed run's leftovers), read in pages; bounded by `limit` entries. */
+async function scanQueued(client: Redis, key: string, into: Set<string>, limit = 100_000): Promise<void> {
+  for (let from = '-'; into.size < limit;) {
+    const page = parseJobs(await client.xrange(key, from, '+', 'COUNT', 1000));
+    for (const job of page) into.add(job.jobId);
+    if (page.length < 1000) return;
+    from = `(${page.at(-1)!.entryId}`;
+  }
+}
+
+/** The failure row of a job the queue gave up on (its workers kept dying, or it could not be run). */
+function lostRow(job: RolloutJob, reason: string): Row {
+  return failureRow(
+    JSON.parse(job.body) as Row,
+    WORKER_LOST,
+    `the job queue gave up on this rollout: ${reason}`,
+    false,
+  );
 }
 
 function outageError(options: RedisBackendOptions, what: string): GymError {

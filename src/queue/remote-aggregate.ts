@@ -8,6 +8,10 @@
  *
  *   tsgym:aggregations         hash  jobId → AggregationOffer (JSON), refreshed by the producer while it waits
  *   tsgym:agg:<jobId>:claim    string  the claiming worker's id, kept alive by it (expires CLAIM_MS after its death)
+ *   tsgym:agg:<jobId>:taken    string  set with the claim and never renewed: an offer is claimed once. A worker that
+ *                                      found a lapsed claim and took the offer again would wait for rows the dead
+ *                                      worker already popped, while the producer, seeing a live claim, waited for it
+ *                                      (a deadlock); the producer offers again under a new id instead.
  *   tsgym:agg:<jobId>:rows     list  chunks of rows (JSON arrays) the worker pops, then END
  *   tsgym:agg:<jobId>:result   list  one AggregationReply (JSON)
  */
@@ -31,6 +35,14 @@ const CHUNKS_QUEUED = 4;
 /** Longest chunk or reply a worker or producer accepts from Redis. */
 const MAX_TEXT_CHARS = 64 * 1024 * 1024;
 const MAX_OFFERS = 3;
+/** How long the taken mark outlives a producer that died without deleting it. */
+const TAKEN_MS = 60 * 60 * 1000;
+/** Claims an offer once: the claim and the taken mark together, only if the offer was never taken. */
+const CLAIM_ONCE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0`;
 
 interface AggregationOffer {
   id: string;
@@ -46,6 +58,7 @@ interface AggregationReply {
 
 const keysOf = (id: string) => ({
   claim: `tsgym:agg:${id}:claim`,
+  taken: `tsgym:agg:${id}:taken`,
   rows: `tsgym:agg:${id}:rows`,
   result: `tsgym:agg:${id}:result`,
 });
@@ -128,7 +141,7 @@ export function remoteMetricsSource(options: RemoteMetricsOptions): MetricsSourc
     } finally {
       clearInterval(refresher);
       await client.hdel(AGGREGATIONS_KEY, id).catch(() => undefined);
-      await client.del(keys.claim, keys.rows, keys.result).catch(() => undefined);
+      await client.del(keys.claim, keys.taken, keys.rows, keys.result).catch(() => undefined);
     }
   };
 
@@ -220,7 +233,8 @@ export function serveAggregations(options: {
         const offer = parseOffer(text);
         if (!offer || active.has(offer.id) || agents.urlOf(offer.agent) === undefined) continue;
         if (Date.now() - offer.refreshedAt > OFFER_STALE_MS || options.stopping()) continue;
-        if ((await client.set(keysOf(offer.id).claim, id, 'PX', CLAIM_MS, 'NX')) !== 'OK') continue;
+        const keys = keysOf(offer.id);
+        if ((await client.eval(CLAIM_ONCE, 2, keys.taken, keys.claim, id, CLAIM_MS, TAKEN_MS)) !== 1) continue;
         active.add(offer.id);
         answer(offer)
           .catch((error: unknown) =>

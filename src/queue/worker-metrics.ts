@@ -8,15 +8,15 @@ import type { AddressInfo } from 'node:net';
 import type { RolloutExecutor } from '../collect/executor.js';
 import { isUndelivered } from '../collect/reachability.js';
 import { exposition, workerMetrics } from '../prometheus/metrics.js';
+import { failureClassOf } from '../runfiles/row.js';
 
 export function countedExecutor(execute: RolloutExecutor): RolloutExecutor {
   return async (job) => {
     workerMetrics.inFlight.inc();
     try {
       const row = await execute(job);
-      const failureClass = typeof row._ng_failure_class === 'string' ? row._ng_failure_class : undefined;
       workerMetrics.finished.inc({
-        outcome_class: isUndelivered(row) ? 'handed_back' : (failureClass ?? 'completed'),
+        outcome_class: isUndelivered(row) ? 'handed_back' : (failureClassOf(row) ?? 'completed'),
       });
       return row;
     } finally {

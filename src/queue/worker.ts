@@ -1,12 +1,12 @@
 /**
- * `gym worker`: serves every announced run's BullMQ queue with this machine's environment. Each job names its
- * agent; the worker runs it through that agent's `/run` (found through the local head server) and returns the
- * result row — or the failure row, stamped `_ng_worker` — to the collector through Redis. A job whose agent this
- * environment lacks is refused visibly: it goes back to the queue (delayed briefly) for another worker, it is not
- * failed. Stopping drains: no new job is taken, jobs in flight finish within the drain deadline, then the process
- * exits; a job left unfinished (or a worker that was killed) is handed to another worker once its lock expires.
+ * `gym worker`: serves every announced run's jobs stream (jobs-stream.ts, consumer.ts) with this machine's
+ * environment. Each job names its agent; the worker runs it through that agent's `/run` (found through the local
+ * head server) and returns the result row — or the failure row, stamped `_ng_worker` — to the collector through
+ * Redis. A job whose agent this environment lacks is refused visibly: it goes back to the stream (after a short
+ * delay) for another worker, it is not failed. Stopping drains: no new job is taken, jobs in flight finish within
+ * the drain deadline, then the process exits; a job left unfinished (or a worker that was killed) is moved back to
+ * the stream by another worker's stalled check once it has gone the stall time without a heartbeat.
  */
-import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentDirectory } from '../collect/agents.js';
 import type { Row } from '../runfiles/row.js';
@@ -14,22 +14,13 @@ import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
 import { countedExecutor } from './worker-metrics.js';
 import { connect } from './connection.js';
+import { startConsumer, type Outcome, type RunConsumer } from './consumer.js';
+import type { StreamJob } from './jobs-stream.js';
 import { serveAggregations } from './remote-aggregate.js';
-import {
-  connectionOptions,
-  QUEUE_NAME,
-  readRuns,
-  resultsKey,
-  WORKERS_KEY,
-  type JobData,
-  type JobResult,
-  type QueueAddress,
-  type RunAnnouncement,
-  type WorkerPresence,
-} from './protocol.js';
+import { flushTracing } from '../tracing/spans.js';
+import { WorkerTraces } from './worker-trace.js';
+import { readRuns, WORKERS_KEY, type QueueAddress, type RunAnnouncement, type WorkerPresence } from './protocol.js';
 
-/** How long a refused job waits before it is offered again. */
-const REFUSAL_DELAY_MS = 1000;
 /** Refusals of one agent are reported at most this often (a job nobody can run is offered every second). */
 const REFUSAL_LOG_MS = 10_000;
 /** Roster entries of workers gone this long (killed, never deregistered) are pruned by the others. */
@@ -55,14 +46,15 @@ export interface RunningWorker {
   readonly stopped: Promise<void>;
 }
 
-function jobLabel(job: Job): string {
-  return `job ${job.id ?? '?'}`;
+function jobLabel(job: StreamJob): string {
+  return `job ${job.jobId || '?'}`;
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const { address, agents, id, log } = options;
+  const traces = await WorkerTraces.open(id);
   const client: Redis = connect(address, `tsgym-worker:${id}`);
-  const served = new Map<string, { worker: Worker; run: RunAnnouncement }>();
+  const served = new Map<string, { consumer: RunConsumer; blocking: Redis; run: RunAnnouncement }>();
   const refusals = new Map<string, { loggedAt: number; since: number }>();
   let stopping = false;
   let redisDown = false;
@@ -82,15 +74,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     log(`worker ${id}: Redis at ${address.url} is back.`);
   });
 
-  /** Hands a job back to the queue (delayed briefly) so another worker can take it; never a failure. */
-  const handBack = async (job: Job<JobData>, token: string | undefined): Promise<never> => {
-    await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
-    throw new DelayedError();
-  };
+  const handBack: Outcome = { handBack: true };
 
-  const processorFor = (run: RunAnnouncement) => {
+  const executorFor = (run: RunAnnouncement) => {
     // The collector's reachability gate (D20), per outage: an agent that refuses connections holds its jobs for up
-    // to agentWaitMs; given up, they go back to the queue (a later job starts a fresh gate, so the worker recovers).
+    // to agentWaitMs; given up, they go back to the stream (a later job starts a fresh gate, so the worker recovers).
     const gate = (): { reachability: AgentReachability; execute: ReturnType<typeof httpAgentExecutor> } => {
       const reachability = new AgentReachability({
         waitMs: options.agentWaitMs,
@@ -100,10 +88,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       return { reachability, execute: countedExecutor(httpAgentExecutor(agents, run.runTimeoutMs, reachability)) };
     };
     let current = gate();
-    return async (job: Job<JobData>, token?: string): Promise<void> => {
+    return async (job: StreamJob): Promise<Outcome> => {
       const data = job.data;
-      if (typeof data?.agent !== 'string' || typeof data.body !== 'string') {
-        throw new Error(`${jobLabel(job)} carries no agent/body; it was not enqueued by gym eval run`);
+      const key = /^t(\d+)r(\d+)a(\d+)$/.exec(job.jobId);
+      if (!key || data.agent === '' || data.body === '') {
+        const problem = `${jobLabel(job)} of ${run.output} carries no job id, agent or body; it was not enqueued by gym eval run`;
+        log(`worker ${id}: ${problem}: answered as unusable, not run.`);
+        throw new Error(problem);
       }
       if (agents.urlOf(data.agent) === undefined) {
         if (refusals.size > 1000) refusals.clear(); // agent names come from Redis: bounded
@@ -118,49 +109,65 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           seen.loggedAt = Date.now();
           seen.since = 0;
         }
-        return handBack(job, token);
+        return handBack;
       }
-      const key = /^t(\d+)r(\d+)a(\d+)$/.exec(job.id ?? '');
-      const [task, rollout, attempt] = key ? [Number(key[1]), Number(key[2]), Number(key[3])] : [0, 0, 0];
+      const [task, rollout, attempt] = [Number(key[1]), Number(key[2]), Number(key[3])];
       const used = current;
-      const trace = typeof data.traceparent === 'string' ? { traceparent: data.traceparent } : {};
-      const row: Row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body, ...trace });
+      const trace = traces.begin({ task, rollout, attempt, agent: data.agent }, data);
+      let row: Row;
+      try {
+        row = await used.execute({ task, rollout, attempt, agent: data.agent, body: data.body, ...trace.headers });
+      } catch (error) {
+        trace.abandon('worker_error');
+        throw error;
+      }
       if (isUndelivered(row)) {
+        trace.abandon('handed_back');
         if (current === used) current = gate();
         log(
           `worker ${id}: ${jobLabel(job)} of ${run.output} never reached agent '${data.agent}' (it refuses connections); it goes back to the queue.`,
         );
-        return handBack(job, token);
+        return handBack;
       }
-      if (routeOf(row) === 'failures') row._ng_worker = id;
-      // The result goes to the run's list before the job completes: if this worker dies in between, the job is
-      // run again and the collector drops the second answer; the other order could lose the result.
-      const result: JobResult = { jobId: job.id!, worker: id, row };
-      await client.rpush(resultsKey(run.prefix), JSON.stringify(result));
+      const route = routeOf(row);
+      if (route === 'failures') row._ng_worker = id;
+      trace.finish(row, route);
+      // The result and the job's acknowledgement go to Redis in one step (consumer.ts): if this worker dies
+      // before, the job is run again and the collector drops the second answer.
+      return { result: { jobId: job.jobId, worker: id, row } };
     };
   };
 
   const serve = (run: RunAnnouncement): void => {
-    const worker = new Worker<JobData, void>(QUEUE_NAME, processorFor(run), {
-      connection: connectionOptions(address, `tsgym-worker:${id}`),
-      prefix: run.prefix,
+    const blocking = client.duplicate({ enableAutoPipelining: false });
+    blocking.on('error', () => undefined);
+    const consumer = startConsumer({
+      client,
+      blocking,
+      run,
+      consumer: id,
       concurrency: options.concurrency,
-      // Locks renewed every stallMs / 2 (BullMQ's default) by a live worker, whatever the rollout's length; a dead
-      // worker's lock expires after stallMs and the next stalled check (every stallMs / 2) moves the job back.
-      lockDuration: run.stallMs,
-      stalledInterval: Math.max(100, Math.round(run.stallMs / 2)),
-      // Recovered after two worker deaths; the third makes it a retryable failure row (worker_lost) at the collector.
-      maxStalledCount: 2,
-      drainDelay: 1,
+      execute: executorFor(run),
+      onReclaimed: (jobId, lost) =>
+        log(
+          lost
+            ? `worker ${id}: job ${jobId} of ${run.output} stalled once too often (its workers kept stopping); it is given up as worker_lost.`
+            : `worker ${id}: job ${jobId} of ${run.output} stalled (its worker stopped renewing its claim); it is run again.`,
+        ),
     });
-    worker.on('error', () => undefined);
-    worker.on('stalled', (jobId) =>
-      log(
-        `worker ${id}: job ${jobId} of ${run.output} stalled (its worker stopped renewing the lock); it is run again.`,
-      ),
-    );
-    served.set(run.runId, { worker, run });
+    served.set(run.runId, { consumer, blocking, run });
     log(`worker ${id}: serving ${run.output} (run ${run.runId}, ${options.concurrency} at a time).`);
+  };
+
+  /** Stops serving one run: no new job, those in flight answered (bounded by `ms`), then its connection closed. */
+  const release = async (entry: { consumer: RunConsumer; blocking: Redis }, ms: number): Promise<boolean> => {
+    const drained = await Promise.race([
+      entry.consumer.close().then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+    ]);
+    if (!drained) await entry.consumer.close(true);
+    entry.blocking.disconnect();
+    return drained;
   };
 
   const presence = (): WorkerPresence => ({
@@ -182,10 +189,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       log(`worker ${id}: ${entry.run.output} is finished (run ${runId}); no longer serving it.`);
       // Closed before the roster says so: the collector deletes the run's keys once no worker serves it, and a
       // worker still open would write some of them again.
-      await Promise.race([
-        entry.worker.close().catch(() => undefined),
-        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
-      ]);
+      await release(entry, 2000);
     }
     await client.hset(WORKERS_KEY, id, JSON.stringify(presence()));
     await aggregations.poll();
@@ -221,24 +225,18 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       if (stopping) return stopped;
       stopping = true;
       clearInterval(timer);
-      const workers = [...served.values()].map((entry) => entry.worker);
       log(
         `worker ${id}: draining — no new jobs; waiting up to ${Math.round(options.drainMs / 1000)} s for the jobs in flight.`,
       );
-      const drained = Promise.all(workers.map((worker) => worker.close().catch(() => undefined))).then(() => true);
-      const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), options.drainMs).unref());
-      if (!(await Promise.race([drained, timedOut]))) {
-        log(`worker ${id}: drain deadline reached; the unfinished jobs go to another worker once their lock expires.`);
-        await Promise.race([
-          Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined))),
-          new Promise((r) => setTimeout(r, 2000).unref()),
-        ]);
-      }
+      const drained = await Promise.all([...served.values()].map((entry) => release(entry, options.drainMs)));
+      if (drained.includes(false))
+        log(`worker ${id}: drain deadline reached; the unfinished jobs go to another worker once their claim expires.`);
       await Promise.race([
         client.hdel(WORKERS_KEY, id).catch(() => undefined),
         new Promise((r) => setTimeout(r, 1000).unref()),
       ]);
       client.disconnect();
+      await flushTracing();
       log(`worker ${id}: stopped.`);
       resolveStopped();
       return stopped;

@@ -257,10 +257,12 @@ export interface TornTail {
  * Read a file of rows the collector appends to (rollouts, failures sidecar, shards). Blank lines are skipped.
  * The last line is *torn* when it has no newline or does not parse — what a collector killed mid-write leaves —
  * and is reported instead of parsed. A bad line anywhere else is damage we cannot explain: a ConfigError.
+ * `parse` is `parseLine` unless a reader needs less of each row (with the same verdicts).
  */
 export async function scanRowsFile(
   path: string,
   onRow: (row: Record<string, unknown>, line: RawLine) => void,
+  parse: (line: Buffer) => ParsedLine = parseLine,
 ): Promise<{ torn: TornTail | undefined }> {
   let suspect: { line: RawLine; reason: string } | undefined;
   for await (const line of readRawLines(path)) {
@@ -277,7 +279,7 @@ export async function scanRowsFile(
       );
     }
     if (!line.terminated) return { torn: tail(line) };
-    const parsed = parseLine(line.bytes);
+    const parsed = parse(line.bytes);
     if (!parsed.ok) suspect = { line, reason: parsed.reason };
     else if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
       suspect = { line, reason: 'expected a JSON object' };

@@ -1,6 +1,7 @@
 import { isGymError, describeError } from '../errors.js';
 import { App, HttpError, type GymReply, type GymRequest } from '../http/server.js';
 import { serveMetrics } from '../prometheus/metrics.js';
+import { logRequestFailure } from './request-log.js';
 
 /**
  * The base every agent server is written on: the four routes the collector and other servers rely on, each
@@ -33,7 +34,7 @@ export interface AgentErrorBody {
 
 export function createAgentServer(spec: AgentServerSpec): App {
   const app = new App({
-    onError: (err, req) => process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`),
+    onError: (err, req) => logRequestFailure(spec.name, req, err),
   });
   const guarded =
     (handler: (req: GymRequest) => Promise<GymReply>) =>
@@ -42,8 +43,7 @@ export function createAgentServer(spec: AgentServerSpec): App {
         return await handler(req);
       } catch (err) {
         if (err instanceof HttpError) throw err;
-        if (!isGymError(err))
-          process.stderr.write(`[${spec.name}] ${req.method} ${req.path} failed: ${stackOf(err)}\n`);
+        if (!isGymError(err)) logRequestFailure(spec.name, req, err);
         return { status: 500, body: agentErrorBody(err) };
       }
     };
@@ -58,10 +58,6 @@ export function createAgentServer(spec: AgentServerSpec): App {
 export function agentErrorBody(err: unknown): AgentErrorBody {
   if (isGymError(err)) return { error: err.message, error_class: err.errorClass, code: err.code };
   return { error: describeError(err), error_class: 'unexpected', code: 'GYM_UNEXPECTED' };
-}
-
-function stackOf(err: unknown): string {
-  return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }
 
 /**

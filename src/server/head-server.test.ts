@@ -58,6 +58,7 @@ describe('head server', () => {
     const app = createHeadServer({
       config: CONFIG,
       instances: () => records,
+      scrapeTargets: () => [{ targets: ['127.0.0.1:12002'], labels: { server: 'counter', server_kind: 'resources' } }],
       onShutdown: () => {
         shutdowns += 1;
         shutdownCalled();
@@ -111,6 +112,21 @@ describe('head server', () => {
       );
     } finally {
       records.pop();
+    }
+  });
+
+  it('lists the scrape targets in the http_sd_configs format, and none when it was given none', async () => {
+    assert.deepEqual((await get('/scrape_targets')).json(), [
+      { targets: ['127.0.0.1:12002'], labels: { server: 'counter', server_kind: 'resources' } },
+    ]);
+    const bare = await createHeadServer({ config: CONFIG, instances: () => [], onShutdown: () => {} }).listen(
+      0,
+      '127.0.0.1',
+    );
+    try {
+      assert.deepEqual((await request(`${bare.url}/scrape_targets`, { timeoutMs: 2_000 })).json(), []);
+    } finally {
+      await bare.close();
     }
   });
 

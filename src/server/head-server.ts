@@ -5,7 +5,8 @@ import { App } from '../http/server.js';
  * The head server: runs inside the `gym env start` process and tells other processes (collectors, `gym env
  * status`, `gym env stop`) what is running. Its wire shapes match the reference's `HeadServer`, so a collector
  * written against either reads the other; unlike the reference it never serves secret values (decision D16) and
- * it can be asked to stop (`POST /shutdown`, used by `gym env stop`).
+ * it can be asked to stop (`POST /shutdown`, used by `gym env stop`) and it lists the `/metrics` addresses of its
+ * servers for Prometheus (`GET /scrape_targets`, src/supervisor/scrape-targets.ts).
  */
 
 /** One spawned server, as the reference's `ServerInstanceDisplayConfig` serialises it. */
@@ -41,6 +42,14 @@ export interface HeadServerOptions {
   instances: () => readonly InstanceRecord[];
   /** Called once, after the `/shutdown` reply has been sent. */
   onShutdown: () => void;
+  /** The servers that answer `GET /metrics`, as `GET /scrape_targets` lists them; read on every request. */
+  scrapeTargets?: () => readonly ScrapeTargetGroup[];
+}
+
+/** One entry of Prometheus's HTTP service discovery (`http_sd_configs`): one process's `/metrics` address. */
+export interface ScrapeTargetGroup {
+  targets: string[];
+  labels: Record<string, string>;
 }
 
 export function createHeadServer(options: HeadServerOptions): App {
@@ -57,6 +66,8 @@ export function createHeadServer(options: HeadServerOptions): App {
   app.get('/server_instances', () => ({
     body: options.instances().map((record) => ({ ...record, status: null, uptime_seconds: null })),
   }));
+  // Prometheus's http_sd_configs format; tsgym only (the reference has no /metrics).
+  app.get('/scrape_targets', () => ({ body: options.scrapeTargets?.() ?? [] }));
   app.post('/shutdown', () => {
     const already = shuttingDown;
     shuttingDown = true;

@@ -5,6 +5,7 @@
  */
 import type { Middleware } from '../http/server.js';
 import { environmentMetrics } from '../prometheus/metrics.js';
+import { timedMiddleware } from './timed-middleware.js';
 
 function routeKind(method: string, path: string): string {
   if (method !== 'POST') return 'other';
@@ -35,16 +36,7 @@ function count(route: string, statusClass: string, seconds: number): void {
 }
 
 export function environmentMetricsMiddleware(): Middleware {
-  return async (req, next) => {
-    const route = routeKind(req.method, req.path);
-    const startedAt = performance.now();
-    let status = 500;
-    try {
-      const reply = await next();
-      status = reply.status ?? 200;
-      return reply;
-    } finally {
-      count(route, `${Math.floor(status / 100)}xx`, (performance.now() - startedAt) / 1000);
-    }
-  };
+  return timedMiddleware((req, status, seconds) =>
+    count(routeKind(req.method, req.path), `${Math.floor(status / 100)}xx`, seconds),
+  );
 }

@@ -6,6 +6,9 @@ import { sessionIdOf, sessionMiddleware } from './session.js';
 import { traceMiddleware } from './trace-middleware.js';
 import { environmentMetricsMiddleware } from './metrics-middleware.js';
 import { serveMetrics } from '../prometheus/metrics.js';
+import { jsonLogs } from '../logging/log.js';
+import { logRequestFailure, requestLogMiddleware } from './request-log.js';
+import { verifyReplyParts } from './verify-reply.js';
 
 /**
  * The base every environment ("resources server") is written on: a signed session per rollout, `/seed_session`,
@@ -57,7 +60,8 @@ export const RESERVED_ROUTES = new Set(['seed_session', 'verify', 'aggregate_met
 const AggregateBody = z.object({ verify_responses: z.array(z.record(z.string(), z.unknown())) });
 
 export function createResourcesServer<Seed>(spec: ResourcesServerSpec<Seed>): App {
-  const app = new App({ onError: (err, req) => logError(spec.instanceName, req, err) });
+  const app = new App({ onError: (err, req) => logRequestFailure(spec.instanceName, req, err) });
+  if (jsonLogs()) app.use(requestLogMiddleware(spec.instanceName));
   const traced = traceMiddleware(`tsgym-env-${spec.instanceName}`, spec.instanceName);
   if (traced) app.use(traced);
   app.use(environmentMetricsMiddleware());
@@ -85,7 +89,9 @@ export function createResourcesServer<Seed>(spec: ResourcesServerSpec<Seed>): Ap
     const response = validateResponse(row.response);
     if (!response.ok) throw unprocessable('response', response.message);
     const result = await spec.verify(row as VerifyRequest, ctx(req));
-    return { body: { responses_create_params: row.responses_create_params, response: row.response, ...result } };
+    const reply = { responses_create_params: row.responses_create_params, response: row.response, ...result };
+    const parts = verifyReplyParts(req.body, row, reply);
+    return parts ? { raw: parts } : { body: reply };
   });
 
   app.post('/aggregate_metrics', (req) => {
@@ -105,9 +111,4 @@ export function createResourcesServer<Seed>(spec: ResourcesServerSpec<Seed>): Ap
 
 function unprocessable(field: string, message: string): HttpError {
   return new HttpError(422, [{ type: 'value_error', loc: ['body', field], msg: `${field}: ${message}` }]);
-}
-
-function logError(instance: string, req: GymRequest, err: unknown): void {
-  const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  process.stderr.write(`[${instance}] ${req.method} ${req.path} failed: ${text}\n`);
 }

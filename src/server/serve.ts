@@ -4,6 +4,7 @@ import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config
 import { GymError } from '../errors.js';
 import { guardProcess, type App, type Listening } from '../http/server.js';
 import { flushTracing } from '../tracing/spans.js';
+import { logFormatFromEnv } from '../logging/log.js';
 
 export interface ServeContext {
   global: GlobalConfig;
@@ -30,6 +31,8 @@ export async function serveInstance(
   if (host) return host.serve(build, options);
   try {
     const ctx = readServerEnv();
+    // Before the app is built: a server's request events are wired in only in json mode (src/logging/log.ts).
+    logFormatFromEnv(ctx.instance.name);
     guardProcess(ctx.instance.name);
     const app = await build(ctx);
     const { instance } = ctx;

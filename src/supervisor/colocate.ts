@@ -116,7 +116,7 @@ function isOwnRemoteAgent(plan: Plan, installRoot: string): boolean {
   );
 }
 
-function runsOnNode(plan: Plan): boolean {
+export function runsOnNode(plan: Plan): boolean {
   return plan.python === undefined && plan.launch.command === process.execPath && plan.launch.args.length > 0;
 }
 

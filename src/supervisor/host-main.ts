@@ -24,6 +24,7 @@ import {
 } from '../server/serve.js';
 import { didNotStartLine, HOST_MEMBERS_ENV, type HostMember } from './colocate.js';
 import { flushTracing } from '../tracing/spans.js';
+import { logFormatFromEnv } from '../logging/log.js';
 
 interface Served {
   name: string;
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
   const configs = new Map(members.map((m) => [m.name, process.env[m.configVar] ?? '']));
   for (const m of members) delete process.env[m.configVar];
   delete process.env[HOST_MEMBERS_ENV];
+  logFormatFromEnv(members.map((m) => m.name).join('+'));
   guardProcess(members.map((m) => m.name).join('+'));
   const served: Served[] = [];
   let current: { member: HostMember; resolve: (started: { done: Promise<void> }) => void } | undefined;

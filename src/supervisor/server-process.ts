@@ -3,6 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { once } from 'node:events';
 import type { LaunchSpec } from '../config/index.js';
+import { jsonLogs, toEvent } from '../logging/log.js';
 
 export interface ExitInfo {
   code: number | null;
@@ -71,7 +72,7 @@ export class ServerProcess {
         }
       });
     });
-    this.outputDone = Promise.all([this.pump(this.child.stdout), this.pump(this.child.stderr)]);
+    this.outputDone = Promise.all([this.pump(this.child.stdout, 'stdout'), this.pump(this.child.stderr, 'stderr')]);
   }
 
   get pid(): number | undefined {
@@ -132,7 +133,7 @@ export class ServerProcess {
     }
   }
 
-  private async pump(stream: NodeJS.ReadableStream | null): Promise<void> {
+  private async pump(stream: NodeJS.ReadableStream | null, name: 'stdout' | 'stderr'): Promise<void> {
     if (!stream) return;
     const decoder = new StringDecoder('utf8');
     let pending = '';
@@ -141,7 +142,7 @@ export class ServerProcess {
         pending += decoder.write(chunk as Buffer);
         let newline = pending.indexOf('\n');
         while (newline >= 0) {
-          this.line(pending.slice(0, newline).replace(/\r$/, ''));
+          this.line(pending.slice(0, newline).replace(/\r$/, ''), name);
           pending = pending.slice(newline + 1);
           newline = pending.indexOf('\n');
         }
@@ -150,14 +151,25 @@ export class ServerProcess {
       // A pipe error ends this stream's output; the exit status still tells what happened.
     }
     pending += decoder.end();
-    if (pending) this.line(pending);
+    if (pending) this.line(pending, name);
   }
 
-  private line(text: string): void {
+  private line(text: string, stream: 'stdout' | 'stderr' = 'stderr'): void {
+    if (jsonLogs()) return this.eventLine(text, stream);
     this.tailLines.push(text);
     if (this.tailLines.length > TAIL_LINES) this.tailLines.shift();
     for (const log of [this.log, ...this.extraLogs]) if (!log.writableEnded) log.write(`${text}\n`);
     this.out.write(`(${this.name}) ${text}\n`);
+  }
+
+  /** json logs: the server's events pass as they are, any other line (a Python server's, a crash) becomes one. */
+  private eventLine(text: string, stream: 'stdout' | 'stderr'): void {
+    if (text.trim() === '') return;
+    const event = toEvent(this.name, text, stream);
+    this.tailLines.push(event.msg);
+    if (this.tailLines.length > TAIL_LINES) this.tailLines.shift();
+    for (const log of [this.log, ...this.extraLogs]) if (!log.writableEnded) log.write(`${event.line}\n`);
+    this.out.write(`${event.line}\n`);
   }
 }
 

@@ -17,6 +17,8 @@ import {
 import { Reaper } from './reaper.js';
 import { describeExit, ServerProcess, type ExitInfo } from './server-process.js';
 import { describeUnits, failedMember, groupIntoUnits, type Unit } from './colocate.js';
+import { jsonLogs, LOG_FORMAT_ENV } from '../logging/log.js';
+import { scrapeTargets } from './scrape-targets.js';
 
 /**
  * Runs an environment: the head server in this process, every configured server in a child process — its own, or,
@@ -177,6 +179,8 @@ class Supervisor {
       config: this.config,
       instances: () => this.records,
       onShutdown: () => void this.stop({ kind: 'shutdown_requested' }),
+      // The units spawned so far, like the instance list.
+      scrapeTargets: () => scrapeTargets(this.units.slice(0, this.processes.length), this.config),
     });
     try {
       this.head = await app.listen(head.port, head.host);
@@ -227,7 +231,7 @@ class Supervisor {
     const server = new ServerProcess({
       name: unit.name,
       launch: unit.launch,
-      env: { ...this.env, ...unit.launch.env, ...unit.env },
+      env: { ...this.env, ...unit.launch.env, ...unit.env, [LOG_FORMAT_ENV]: jsonLogs() ? 'json' : 'text' },
       logFile: first!,
       alsoLogTo: rest,
       out: this.out,

@@ -50,9 +50,9 @@ class OtelSpan implements HopSpan {
   setAttributes(attributes: SpanAttributes): void {
     this.span.setAttributes(attributes);
   }
-  end(error?: string): void {
+  end(error?: string, endTime?: number): void {
     if (error !== undefined) this.span.setStatus({ code: SpanStatusCode.ERROR, message: error });
-    this.span.end();
+    this.span.end(endTime);
   }
 }
 
@@ -69,7 +69,7 @@ export function loadOtelTracer(
   const tracer: Tracer = provider.getTracer('tsgym');
   return {
     exporting: true,
-    start(name: string, parent: SpanParent, kind: SpanKind, attributes?: SpanAttributes): HopSpan {
+    start(name: string, parent: SpanParent, kind: SpanKind, attributes?: SpanAttributes, startTime?: number): HopSpan {
       const context = trace.setSpanContext(ROOT_CONTEXT, {
         traceId: parent.traceId,
         spanId: parent.spanId,
@@ -77,7 +77,15 @@ export function loadOtelTracer(
         isRemote: true,
       });
       return new OtelSpan(
-        tracer.startSpan(name, { kind: KINDS[kind], ...(attributes ? { attributes } : {}) }, context),
+        tracer.startSpan(
+          name,
+          {
+            kind: KINDS[kind],
+            ...(attributes ? { attributes } : {}),
+            ...(startTime !== undefined ? { startTime } : {}),
+          },
+          context,
+        ),
         headersOf,
       );
     },

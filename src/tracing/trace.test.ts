@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
@@ -14,6 +12,7 @@ import { reply, startScriptedService, toolOutputsIn, type ScriptedService } from
 import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
 import { addendsOf, counterEvalArgs, solveCounterTask } from '../../test/support/live-run.js';
 import { eventually } from '../../test/support/wait.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../test/support/otlp-receiver.js';
 
 /**
  * One real collection with span export on: the collector, the remote agent and the counter environment (processes
@@ -21,69 +20,20 @@ import { eventually } from '../../test/support/wait.js';
  * service continues each call's traceparent with the SDK as an instrumented service would. The receiver decodes the
  * OTLP JSON and the test checks every span's parent.
  */
-interface ReceivedSpan {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  attributes: Record<string, unknown>;
-}
-
-const spans: ReceivedSpan[] = [];
+let spans: ReceivedSpan[] = [];
 /** The counter environment's instance in counter_remote.yaml, and its spans' service name. */
 const ENV_NAME = 'example_session_state_mgmt_resources_server';
 const ENV = `tsgym-env-${ENV_NAME}`;
-let receiver: http.Server;
+let receiver: OtlpReceiver;
 let service: ScriptedService;
 let serviceProvider: BasicTracerProvider;
 let dir: string;
 let endpoint: string;
 
-function value(v: Record<string, unknown>): unknown {
-  return v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue;
-}
-
-function decode(body: string): void {
-  const doc = JSON.parse(body) as {
-    resourceSpans: Array<{
-      resource: { attributes: Array<{ key: string; value: Record<string, unknown> }> };
-      scopeSpans: Array<{ spans: Array<Record<string, unknown>> }>;
-    }>;
-  };
-  for (const rs of doc.resourceSpans) {
-    const name = rs.resource.attributes.find((a) => a.key === 'service.name');
-    for (const scope of rs.scopeSpans) {
-      for (const span of scope.spans) {
-        const attributes: Record<string, unknown> = {};
-        for (const a of span.attributes as Array<{ key: string; value: Record<string, unknown> }>)
-          attributes[a.key] = value(a.value);
-        spans.push({
-          service: String(name ? value(name.value) : ''),
-          traceId: String(span.traceId),
-          spanId: String(span.spanId),
-          parentSpanId: String(span.parentSpanId ?? ''),
-          name: String(span.name),
-          attributes,
-        });
-      }
-    }
-  }
-}
-
 before(async () => {
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => {
-      assert.equal(req.url, '/v1/traces');
-      assert.match(String(req.headers['content-type']), /application\/json/);
-      decode(body);
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startOtlpReceiver();
+  spans = receiver.spans;
+  endpoint = receiver.endpoint;
 
   // The user's service, instrumented with the SDK: each call's span continues the traceparent it received.
   serviceProvider = new BasicTracerProvider({
@@ -112,7 +62,7 @@ before(async () => {
 after(async () => {
   await service.close();
   await serviceProvider.shutdown();
-  receiver.close();
+  await receiver.close();
 });
 
 test('one connected trace per rollout: collector → agent → seed, service calls (continued by the service), tools, verify → environment', async () => {
@@ -128,6 +78,10 @@ test('one connected trace per rollout: collector → agent → seed, service cal
   await eventually(() => count(ENV, 'POST /verify') >= 4 && count('tsgym-collector', 'rollout') >= 5, {
     what: 'the spans of every process',
   });
+  assert.ok(
+    receiver.contentTypes.every((type) => /application\/json/.test(type)),
+    `OTLP/HTTP with JSON bodies: ${receiver.contentTypes.join(', ')}`,
+  );
 
   for (const row of rows) {
     const traceId = traceIdOf(status.trace_salt, row._ng_task_index, row._ng_rollout_index, 0);

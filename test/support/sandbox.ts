@@ -1,10 +1,12 @@
 /**
  * Helpers the shell environment's tests share: whether this machine can run the sandboxes at all (root, bwrap),
- * the processes that run under a uid or mention a path, and mount points under a dir.
+ * the processes that run under a uid or mention a path, mount points under a dir, and the live-sandbox gauge.
  */
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostProcesses } from '../../resources_servers/shell/sandbox/processes.js';
+import { request } from '../../src/http/client.js';
 
 /** Why the sandbox tests cannot run here, or undefined when they can. */
 export function sandboxTestsUnavailable(): string | undefined {
@@ -43,4 +45,11 @@ export function mountsUnder(dir: string): string[] {
 /** Whether a process runs exactly `command` (its argv joined by spaces). */
 export function processRunning(command: string): boolean {
   return hostProcesses().some((proc) => proc.cmdline.trim() === command);
+}
+
+/** `gym_shell_sandboxes`, as a shell environment's `GET /metrics` (Prometheus text, a gauge) reports it. */
+export async function sandboxesGauge(url: string): Promise<number> {
+  const text = (await request(`${url}/metrics`, { timeoutMs: 5000 })).text();
+  assert.match(text, /^# TYPE gym_shell_sandboxes gauge$/m);
+  return Number(/^gym_shell_sandboxes (\S+)$/m.exec(text)?.[1]);
 }

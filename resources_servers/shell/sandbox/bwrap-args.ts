@@ -1,10 +1,16 @@
 /**
- * The command line every sandbox operation runs: setpriv drops from root to the session's own host uid, then
- * bubblewrap builds the sandbox and starts `launcher.py` as its PID 1. Kept apart from the code that runs it so the
- * whole confinement can be read in one place: which namespaces are new (all of them, network included, so only a
- * private loopback exists), what of the host is visible (read-only: /usr, /etc and the top-level bin and lib
- * dirs), what is fresh (/proc, /dev, a small private /tmp), what is writable (the work dir and /tmp only), and how
- * it is tied to its caller (a cleared environment, a new session, and death with its parent).
+ * The command line every sandbox operation runs: prlimit caps the processes of the session's uid, setpriv drops
+ * from root to that uid, then bubblewrap builds the sandbox and starts `launcher.py` as its PID 1. Kept apart from
+ * the code that runs it so the whole confinement can be read in one place: which namespaces are new (all of them,
+ * network included, so only a private loopback exists), what of the host is visible (read-only: /usr, /etc and the
+ * top-level bin and lib dirs), what is fresh (/proc, /dev, a small private /tmp), what is writable (the work dir and
+ * /tmp only), and how it is tied to its caller (a cleared environment, a new session, and death with its parent).
+ *
+ * Why the process cap is set before bwrap rather than by the launcher: the kernel counts RLIMIT_NPROC per user
+ * namespace and uid, and each invocation has a user namespace of its own. A limit set inside would cap each command
+ * apart (two fork bombs in one session would hold twice the limit) and not count bwrap's monitor, which stays
+ * outside. Set on bwrap, which creates the namespace, it becomes that namespace's ceiling on the host uid's count, so
+ * every process of the session — each command's tree, launcher and monitor — counts against one limit.
  */
 import { lstatSync, readlinkSync } from 'node:fs';
 
@@ -27,6 +33,8 @@ export interface SandboxPrograms {
 export interface BwrapTarget {
   /** The session's host uid. */
   uid: number;
+  /** RLIMIT_NPROC for that uid: every process of the session at once, sandbox machinery included. */
+  processes: number;
   /** The session's work dir on the host, bound read-write at /work. */
   workDir: string;
   /** Extra read-only binds: host path → sandbox path. */
@@ -42,9 +50,10 @@ export function systemBinds(): string[] {
   return ['/usr', ...TOP_LEVEL_DIRS.filter((top) => lstatSafe(top)?.isDirectory() === true), '/etc'];
 }
 
-/** setpriv's arguments: become `uid`, then run bwrap around the launcher. */
-export function bwrapArgs({ uid, workDir, roBinds, programs }: BwrapTarget): string[] {
-  const args = ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap];
+/** The whole command line, from prlimit: cap the uid's processes, become `uid`, then run bwrap around the launcher. */
+export function sandboxCommand({ uid, processes, workDir, roBinds, programs }: BwrapTarget): string[] {
+  const args = [`--nproc=${processes}:${processes}`, '--', 'setpriv'];
+  args.push('--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap);
   args.push(
     '--unshare-all',
     '--unshare-user',
@@ -65,7 +74,7 @@ export function bwrapArgs({ uid, workDir, roBinds, programs }: BwrapTarget): str
   args.push('--remount-ro', '/');
   args.push('--chdir', '/work', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox');
   args.push('--', SANDBOX_PYTHON, '-I', '-S', '/.tsgym/launcher.py');
-  return args;
+  return ['prlimit', ...args];
 }
 
 function lstatSafe(file: string) {

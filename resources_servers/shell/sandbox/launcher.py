@@ -60,14 +60,17 @@ def set_limits(limits):
         resource.setrlimit(resource.RLIMIT_AS, pair(limits['memory_bytes']))
     if limits.get('file_bytes'):
         resource.setrlimit(resource.RLIMIT_FSIZE, pair(limits['file_bytes']))
-    if limits.get('processes'):
-        resource.setrlimit(resource.RLIMIT_NPROC, pair(limits['processes']))
     resource.setrlimit(resource.RLIMIT_NOFILE, pair(limits.get('open_files', 256)))
 
 
 def run_command(op):
     limits = op.get('limits', {})
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        # The session's other commands hold all the processes its uid may have: this one never starts.
+        os.write(2, b'sandbox: the command could not start: fork: Resource temporarily unavailable\n')
+        return report({'cpu_ms': 0, 'exit_code': 126, 'not_started': 'processes'})
     if pid == 0:
         try:
             os.close(REPORT_FD)

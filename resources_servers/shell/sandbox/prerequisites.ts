@@ -26,6 +26,7 @@ export async function missingPrerequisites(): Promise<string[]> {
   for (const [tool, why] of [
     ['bwrap', 'bubblewrap (apt-get install bubblewrap)'],
     ['setpriv', 'setpriv (util-linux)'],
+    ['prlimit', 'prlimit (util-linux)'],
     ['mount', 'mount (util-linux)'],
     ['umount', 'umount (util-linux)'],
   ] as const) {

@@ -140,6 +140,37 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       });
     });
 
+    test('the processes limit is one for the whole session: two bombs at once share it, and a command started at it is told why', async () => {
+      const limit = 24 + 2; // one command's 24, plus its bwrap monitor and launcher
+      // The bombs' shells outlive their trees' growth by 4 s, so the limit is reached even on a loaded machine.
+      const bombs = [1, 2].map(() => a.runCommand('b(){ b|b& }; b; sleep 4', { timeoutSecs: 8 }));
+      let running = true;
+      void Promise.allSettled(bombs).then(() => (running = false));
+      // Sampled for as long as the bombs run: with a cap per command instead of per session they would hold about
+      // twice the limit (47 of 26 seen). At the cap the count churns (forks refused, shells exiting), and a loaded
+      // machine samples it less often, so how high a sample gets varies; a command is started once it is high.
+      let most = 0;
+      let late: ReturnType<Sandbox['runCommand']> | undefined;
+      while (running) {
+        most = Math.max(most, pidsOfUid(a.uid).length);
+        if (!late && most >= limit - 6) late = a.runCommand('echo started');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(most >= 12, `the bombs never grew (at most ${most} processes at once): nothing was tested`);
+      for (const result of await Promise.all(bombs)) assert.equal(result.limit_exceeded, 'processes');
+      assert.ok(most <= limit, `at most ${limit} processes of the session's uid at once, saw ${most}`);
+      const started = await late;
+      if (started && started.stdout !== 'started\n') {
+        assert.equal(started.limit_exceeded, 'processes', JSON.stringify(started));
+        assert.match(started.stderr, /processes limit \(24 processes per session\)/);
+      }
+      await eventually(() => pidsOfUid(a.uid).length === 0, {
+        what: 'the bombs are gone',
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
+    });
+
     test('a memory hog hits the memory limit while another session keeps answering', async () => {
       // bytes(n) comes from calloc, so the hog claims address space without touching its pages: it reaches the
       // limit in milliseconds of CPU however slow page faults are here, instead of racing the 1 s cpu_time limit.

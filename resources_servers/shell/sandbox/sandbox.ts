@@ -11,7 +11,7 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bwrapArgs, type SandboxPrograms } from './bwrap-args.js';
+import { sandboxCommand, type SandboxPrograms } from './bwrap-args.js';
 import { SandboxError } from './errors.js';
 import { describeLimit, type LimitName, type SandboxLimits } from './limits.js';
 import type { SessionCgroup } from './memory-cgroup.js';
@@ -44,11 +44,20 @@ const COMMAND_ENV = {
   TMPDIR: '/tmp',
   USER: 'sandbox',
 };
-/** Where setpriv is looked up (the environment's own PATH is checked at start-up); bwrap goes by its absolute path. */
+/** The processes of the session's uid each running operation adds to its command's own: bwrap's monitor, the launcher. */
+const SANDBOX_PROCESSES = 2;
+/** Where prlimit and setpriv are looked up (the environment's own PATH is checked at start-up); bwrap goes by its absolute path. */
 const SYSTEM_PATH = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
 /** How shells, coreutils and Python report a fork refused by RLIMIT_NPROC. */
 const FORK_FAILED =
   /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
+/** How setpriv or bwrap say the processes limit kept them from starting the launcher (which reports its own refused fork). */
+const START_REFUSED = /^(?:setpriv|bwrap): .*Resource temporarily unavailable$/m;
+
+/** An operation that never reached the launcher because the session's processes were all taken (see START_REFUSED). */
+function launchRefused(launched: LaunchResult, stderr: string): boolean {
+  return !launched.report && !launched.killedFor && START_REFUSED.test(stderr);
+}
 
 interface LaunchResult {
   report: Record<string, unknown> | undefined;
@@ -154,6 +163,7 @@ export class Sandbox {
         cpu_ms: cpuMs,
       };
     }
+    if (report.not_started === 'processes' || launchRefused(launched, stderrText)) return this.notStarted(stderrText);
     if (!launched.report && !launched.killedFor) {
       throw new SandboxError(`the sandbox did not report the command's result (stderr: ${stderrText.slice(0, 500)})`);
     }
@@ -175,15 +185,27 @@ export class Sandbox {
     };
   }
 
-  /** The launcher's rlimits. NPROC counts every process of the uid: bwrap's monitor and the launcher are two more. */
+  /**
+   * A command the processes limit kept from starting: the session's other commands hold every process its uid may
+   * have, so setpriv, bwrap or the launcher could not fork or exec. An answer for the agent, not a server failure.
+   */
+  private notStarted(stderr: string): CommandResult {
+    return {
+      exit_code: 126,
+      stdout: '',
+      stderr: `${stderr}\nsandbox: not started: the session's other commands hold its whole ${describeLimit('processes', this.limits, 0)}\n`,
+      stdout_truncated: false,
+      stderr_truncated: false,
+      duration_ms: 0,
+      limit_exceeded: 'processes',
+      cpu_ms: 0,
+    };
+  }
+
+  /** The per-process rlimits the launcher sets on the command (the processes cap is the uid's: see launch). */
   private rlimits(cpuSecs: number) {
     const limits = this.limits;
-    return {
-      cpu_secs: cpuSecs,
-      memory_bytes: limits.memoryBytes,
-      file_bytes: limits.fileBytes,
-      processes: limits.processes + 2,
-    };
+    return { cpu_secs: cpuSecs, memory_bytes: limits.memoryBytes, file_bytes: limits.fileBytes };
   }
 
   /**
@@ -248,6 +270,10 @@ export class Sandbox {
   /** File operations run inside the sandbox too, as the session's uid: a path can reach nothing the commands cannot. */
   private async fileOp(op: Record<string, unknown>): Promise<Record<string, unknown>> {
     const launched = await this.launch(op, { timeoutMs: 10_000, outputBytes: 4096 });
+    if (launchRefused(launched, launched.stderr.toString('utf8')))
+      return {
+        error: `not done: the session's running commands hold its whole ${describeLimit('processes', this.limits, 0)}`,
+      };
     if (!launched.report) {
       throw new SandboxError(
         `the sandbox did not answer a ${String(op.op)} (${launched.killedFor ?? 'no report'}; stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`,
@@ -344,13 +370,16 @@ export class Sandbox {
     if (this.destroyed)
       return Promise.reject(new SandboxError('the sandbox was destroyed (session verified or expired)'));
     const started = performance.now();
-    const args = bwrapArgs({
+    // Every process of the session's uid counts against one cap, so a command's bwrap monitor and launcher are
+    // two of them: `processes` is what one command's own tree may reach.
+    const [program, ...args] = sandboxCommand({
       uid: this.uid,
+      processes: this.limits.processes + SANDBOX_PROCESSES,
       workDir: this.workDir,
       roBinds: options.roBinds ?? [],
       programs: this.programs,
     });
-    // With a memory cgroup, a root shell joins it first and then becomes setpriv: every process of the command
+    // With a memory cgroup, a root shell joins it first and then becomes prlimit: every process of the command
     // starts inside the cgroup, with no window before a move. The cwd is /, as the session's uid may not be able to
     // enter the server's own (under gym env start, a directory of the installation).
     const spawnOptions: SpawnOptions = {
@@ -361,10 +390,10 @@ export class Sandbox {
     const child = this.cgroup
       ? spawn(
           '/bin/sh',
-          ['-c', 'echo $$ > "$0" || exit 125; exec setpriv "$@"', this.cgroup.procs, ...args],
+          ['-c', 'echo $$ > "$0" || exit 125; exec "$@"', this.cgroup.procs, program!, ...args],
           spawnOptions,
         )
-      : spawn('setpriv', args, spawnOptions);
+      : spawn(program!, args, spawnOptions);
     this.running.add(child);
     const stdout = new CappedBuffer();
     const stderr = new CappedBuffer();

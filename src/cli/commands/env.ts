@@ -1,4 +1,5 @@
 import { describeConfig, loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
+import { applyLogFormat } from '../../logging/log.js';
 import { describeExit } from '../../supervisor/server-process.js';
 import type { InstanceRecord } from '../../server/head-server.js';
 import { headAddress } from '../../supervisor/addresses.js';
@@ -19,6 +20,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  */
 export async function envStart(cmd: ParsedCommand): Promise<number> {
   const config = await loadGlobalConfig({ overrides: cmd.overrides });
+  applyLogFormat(config, 'supervisor');
   const interrupted = new AbortController();
   let env: RunningEnvironment | undefined;
   let signals = 0;

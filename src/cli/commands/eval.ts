@@ -3,9 +3,11 @@
  */
 import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
 import { ConfigError } from '../../errors.js';
+import { applyLogFormat } from '../../logging/log.js';
 import type { AgentDirectory } from '../../collect/agents.js';
 import type { CollectIO } from '../../collect/collect.js';
 import { headServerAddress, parseCollectionConfig, requireKeys } from '../../collect/config.js';
+import { raiseTierUpBudget } from '../../collect/tiering.js';
 import { checkOutputPath, materializedInputsPathFor } from '../../runfiles/paths.js';
 import type { ParsedCommand } from '../argv.js';
 
@@ -32,8 +34,10 @@ function flag(config: GlobalConfig, key: string): boolean {
 }
 
 export async function evalRun(cmd: ParsedCommand): Promise<number> {
+  raiseTierUpBudget();
   if (cmd.noServe) {
     const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+    applyLogFormat(local, 'collector');
     const config = parseCollectionConfig(local);
     const { agentDirectoryFromHead } = await agentLookup();
     // A producer through a queue needs no environment: unless a head server is named, the agents are the
@@ -71,6 +75,7 @@ export async function evalRun(cmd: ParsedCommand): Promise<number> {
 /** Without `--no-serve`: start the configured environment, collect against it, stop it (also on Ctrl-C). */
 async function runWithEnvironment(cmd: ParsedCommand): Promise<number> {
   const local = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: true });
+  applyLogFormat(local, 'collector');
   const config = parseCollectionConfig(local);
   const { startEnvironment } = await import('../../supervisor/supervisor.js');
   const { agentDirectoryFromConfig } = await agentLookup();

@@ -7,6 +7,7 @@
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { applyLogFormat } from '../../logging/log.js';
 import { Writable } from 'node:stream';
 import { findFreePort, installRoot, loadGlobalConfig } from '../../config/index.js';
 import { isPlainObject } from '../../config/types.js';
@@ -28,6 +29,7 @@ const say = (line = ''): void => void process.stdout.write(`${line}\n`);
 export async function quickstart(cmd: ParsedCommand): Promise<number> {
   const started = performance.now();
   const settings = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+  applyLogFormat(settings, 'collector');
   const output = stringSetting(settings, 'output_jsonl_fpath') ?? DEFAULT_OUTPUT;
   const chosen = chooseEnvironment(stringSetting(settings, 'quickstart_env') ?? DEFAULT_QUICKSTART_ENVIRONMENT);
 

@@ -4,6 +4,7 @@
  */
 import { loadGlobalConfig } from '../../config/index.js';
 import { ConfigError } from '../../errors.js';
+import { applyLogFormat } from '../../logging/log.js';
 import { headServerAddress } from '../../collect/config.js';
 import type { ParsedCommand } from '../argv.js';
 
@@ -11,6 +12,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 export async function worker(cmd: ParsedCommand): Promise<number> {
   const config = await loadGlobalConfig({ overrides: cmd.overrides, allocatePorts: false });
+  applyLogFormat(config, 'worker');
   const { workerSettings } = await import('../../queue/config.js');
   const settings = workerSettings(config);
   const { agentDirectoryFromHead } = await import('../../collect/agents.js');
@@ -53,7 +55,20 @@ async function workerMetricsListener(
   const host =
     typeof config.metrics_host === 'string' && config.metrics_host !== '' ? config.metrics_host : '127.0.0.1';
   const { serveWorkerMetrics } = await import('../../queue/worker-metrics.js');
-  const listener = await serveWorkerMetrics(host, port);
+  const listener = await serveWorkerMetrics(host, port).catch((err: unknown) => {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? `port ${port} on ${host} is already in use`
+        : code === 'EACCES'
+          ? `port ${port} needs privileges this user does not have`
+          : `${host}:${port} cannot be listened on (${code ?? String(err)})`;
+    throw new ConfigError(
+      `gym worker cannot serve its metrics: ${why}. Pick another with --metrics-port N (+metrics_port; 0 for any free ` +
+        'port) or another address with +metrics_host=<address of this machine>.',
+      'GYM_CONFIG_METRICS_PORT',
+    );
+  });
   log(`worker metrics on ${listener.url}`);
   return listener;
 }
