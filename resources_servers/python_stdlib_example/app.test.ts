@@ -15,6 +15,7 @@ import { after, test } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { normalizeInput } from '../../src/service/index.js';
+import { quoteArg } from '../../src/supervisor/plan.js';
 import {
   finalAnswer,
   functionCall,
@@ -124,7 +125,7 @@ test('a Python resources server under gym env start: the listing, and rows that 
   try {
     const pyListing = listingOf(env.stdout(), ENV_NAME);
     assert.match(pyListing, new RegExp(`dir: +${HERE} \\(tsgym's own\\)`));
-    assert.match(pyListing, new RegExp(`command: ${python3} ${path.join(HERE, 'app.py')}`));
+    assert.ok(pyListing.includes(`command: ${quoteArg(python3)} ${quoteArg(path.join(HERE, 'app.py'))}\n`), pyListing);
     assert.match(pyListing, new RegExp(`python: +${python3} \\(python3 on PATH, the default\\)`));
     const agentListing = listingOf(env.stdout(), 'remote_agent');
     assert.match(agentListing, /dir: .*responses_api_agents\/remote_agent \(tsgym's own\)/);

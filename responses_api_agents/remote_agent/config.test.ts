@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../../src/errors.js';
 import { FifoSemaphore } from '../../src/server/agent-server.js';
@@ -287,7 +288,7 @@ describe('credentials and CA (D21): agent_api_key_env, agent_headers, agent_ca_f
     );
     assert.match(configError(() => withEnv({ agent_ca_file: '/' }, {})).message, /agent_ca_file = \/ is a directory/);
     assert.match(
-      configError(() => withEnv({ agent_ca_file: new URL(import.meta.url).pathname }, {})).message,
+      configError(() => withEnv({ agent_ca_file: fileURLToPath(import.meta.url) }, {})).message,
       /holds no PEM certificate/,
     );
   });

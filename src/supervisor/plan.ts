@@ -101,6 +101,7 @@ export function describePlans(plans: readonly Plan[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-function quoteArg(arg: string): string {
+/** One argument as a POSIX shell would need it written (plain words stay bare), so a listed command can be pasted. */
+export function quoteArg(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
