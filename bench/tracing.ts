@@ -225,7 +225,8 @@ export async function tracingCost(ctx: BenchContext): Promise<ScenarioReport> {
     await run('on', warmInput, WARM_UP);
     const perRollout = Object.fromEntries([...receiver.spans].map(([key, n]) => [key, n / WARM_UP]));
     const spansPerRollout = (receiver.total() - warmSpans) / WARM_UP;
-    // The hooks timed below, per rollout: the collector's root; the agent's rollout, seed, 4 service calls, 3 tools, verify.
+    // The hooks timed below, per rollout: the collector's root; the agent's rollout, seed, 4 service calls, 3 tools
+    // and verify.
     const expected: Record<string, number> = {
       'tsgym-collector rollout': 1,
       'tsgym-remote-agent rollout': 1,

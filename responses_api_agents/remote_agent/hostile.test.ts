@@ -38,9 +38,9 @@ const CALL_TIMEOUT_SECS = 4;
 const RUN_TIMEOUT_SECS = 8;
 /**
  * Issue 9's goal, asserted (issue 22). Peaks were 193–261 MiB when the agent held a trajectory's items parsed and
- * encoded and its verify answer as text; with the items kept once (encoded only) and the answer passed on as its
- * bytes, 10 runs gave 174–215 MiB (the agent and the co-located environment together; the runs where a heavy kind
- * met the per-call deadline (then 2 s) on a loaded machine are the low ones). The regression this guards against — buffering a
+ * encoded and its verify answer as text; with the items kept once (encoded only) and the answer passed on as its bytes,
+ * 10 runs gave 174–215 MiB (the agent and the co-located environment together; the runs where a heavy kind met the
+ * per-call deadline (then 2 s) on a loaded machine are the low ones). The regression this guards against — buffering a
  * 100 MiB body, or another whole copy of the 8 MiB answer — shows as 256 MiB and more.
  */
 const RSS_GOAL_MIB = 256;

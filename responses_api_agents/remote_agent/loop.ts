@@ -257,7 +257,7 @@ export class Trajectory {
     return this.stepLatenciesMs.map((ms) => Math.round(ms) / 1000);
   }
 
-  /** The last response with `output` = every item so far and `usage` = the sum (null when no step reported), encoded. */
+  /** The last response, encoded, with `output` = every item so far and `usage` = the sum (null if none reported). */
   encoded(): EncodedResponse {
     if (!this.last) throw new Error('Trajectory.encoded() before any response');
     if (this.sealedBody) throw new Error('Trajectory.encoded() after sealForVerify');

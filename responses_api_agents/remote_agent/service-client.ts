@@ -86,9 +86,9 @@ export class ServiceClient {
   }
 
   /**
-   * One loop step: `body` is the encoded create-params, whole or in pieces (`StepBody.forCall`), and `sent` the create-params it encodes, from
-   * which missing echo fields are filled when that is enabled. `jar` is this rollout's service cookie jar (sent, and
-   * updated from the reply).
+   * One loop step: `body` is the encoded create-params, whole or in pieces (`StepBody.forCall`), and `sent` the
+   * create-params it encodes, from which missing echo fields are filled when that is enabled. `jar` is this rollout's
+   * service cookie jar (sent, and updated from the reply).
    */
   async respond(
     body: Buffer | readonly Buffer[],

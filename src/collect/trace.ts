@@ -79,7 +79,7 @@ export class CollectorTraces {
   }
 }
 
-/** The collector's event for one finished attempt: enough to follow the rollout by its trace id, nothing of its content. */
+/** The collector's event for one finished attempt: enough to follow it by its trace id, nothing of its content. */
 function logRollout(traceId: string, begun: Begun, result: Row, route: string): void {
   logEvent('collector', failureClassOf(result) ? 'warn' : 'info', 'rollout finished', {
     trace_id: traceId,

@@ -10,9 +10,9 @@
  * - Error text is one line naming the item index and field path (U14), never the object.
  *
  * The folder, bottom up: declared.ts (enum values and field lists, no zod) and scalars.ts → item-schemas.ts →
- * body-schemas.ts (the zod schemas); fast-path.ts (exact checks of the common shapes, from declared.ts alone) and issue-text.ts (zod issues as one line) → validate.ts (the entry points);
- * usage.ts, messages.ts and placeholder-response.ts work on validated data. This file is the public entry and
- * only re-exports.
+ * body-schemas.ts (the zod schemas); fast-path.ts (exact checks of the common shapes, from declared.ts alone)
+ * and issue-text.ts (zod issues as one line) → validate.ts (the entry points); usage.ts, messages.ts and
+ * placeholder-response.ts work on validated data. This file is the public entry and only re-exports.
  */
 export {
   CreateParamsSchema,

@@ -70,7 +70,10 @@ export function logFormatFromEnv(service: string, env: NodeJS.ProcessEnv = proce
   return format;
 }
 
-/** One event as a JSON line (no newline). Undefined fields are left out; a field cannot replace `time`, `level`, `service` or `msg`. */
+/**
+ * One event as a JSON line (no newline). Undefined fields are left out; a field cannot replace `time`, `level`,
+ * `service` or `msg`.
+ */
 export function eventLine(service: string, level: LogLevel, msg: string, fields?: LogFields): string {
   const time = new Date().toISOString();
   // The four keys lead every line and no field can replace them.

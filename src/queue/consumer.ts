@@ -2,8 +2,7 @@
  * One worker's consumer of one run's jobs stream (jobs-stream.ts): it takes up to `concurrency` jobs at a time
  * (XREADGROUP on its own blocking connection), runs each through `execute`, and answers them in batches: the results
  * of the jobs finished within ANSWER_BATCH_MS go to Redis as one entry of the results stream, in one MULTI with their
- * jobs' acknowledgements, and their slots
- * are refilled by one read.
+ * jobs' acknowledgements, and their slots are refilled by one read.
  * While it holds jobs it re-claims them as a heartbeat; its stalled check moves the jobs of stopped workers back.
  * Closing stops taking jobs, hands back the refused ones it holds, and waits for those in flight.
  */
@@ -64,7 +63,7 @@ export function startConsumer(options: ConsumerOptions): RunConsumer {
     answering.add(settled);
   };
 
-  /** One MULTI per turn of the event loop: every result with its job's acknowledgement and deletion. */
+  /** One MULTI per batch of answers: every result with its job's acknowledgement and deletion. */
   const flush = (): void => {
     const batch = finished;
     finished = [];

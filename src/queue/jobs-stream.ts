@@ -1,7 +1,7 @@
 /**
  * The jobs of one run as a Redis stream read by one consumer group (`workers`), shared by the collector (who adds
  * entries) and the workers (who read, finish, hand back and reclaim them). Every state change of a job is one
- * atomic step, so a process dying anywhere leaves each job either in the stream or answered in the results list:
+ * atomic step, so a process dying anywhere leaves each job either in the stream or answered in the results stream:
  *   - add:      XADD (pipelined, one write per batch of the collector's submits);
  *   - take:     XREADGROUP COUNT n (the entry is pending under the worker's consumer name);
  *   - finish:   MULTI XADD results (one entry of the run's results stream: a JSON array), XACK, XDEL, for a batch

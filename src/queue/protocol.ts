@@ -8,8 +8,8 @@
  *   tsgym:workers         hash  workerId → WorkerPresence (JSON); each worker refreshes its entry every second.
  *   tsgym:run:<runId>:rollouts:jobs     stream of the jobs waiting or in flight, read by the group `workers`
  *                                       (jobs-stream.ts: how jobs are taken, answered, handed back, reclaimed);
- *   tsgym:run:<runId>:rollouts:results  list of JobResult (JSON) workers append and the collector trims once the
- *                                       results are in its files;
+ *   tsgym:run:<runId>:rollouts:results  stream of answers (each entry a JSON array of JobResult) workers add and the
+ *                                       collector trims once the results are in its files;
  *   tsgym:run:<runId>:rollouts:owner    marker the collector sets: missing after a reconnect = Redis lost its data.
  * All of a run's keys are deleted when the run ends.
  */
@@ -133,7 +133,7 @@ export interface RunAnnouncement {
   prefix: string;
   /** The collector's output file, for worker logs. */
   output: string;
-  /** Stall time of this run's jobs: idle this long without a heartbeat, a job is moved back (checked every half of it). */
+  /** Stall time of this run's jobs: a job idle this long without a heartbeat is moved back (checked every half). */
   stallMs: number;
   /** Deadline of one `/run` exchange (run_request_timeout_secs). */
   runTimeoutMs: number;

@@ -2,10 +2,11 @@
  * Distributed collection: the `RolloutQueue` backend that hands rollouts to `gym worker` processes on any number
  * of machines through Redis, with a stream per run as the job queue (jobs-stream.ts: at-least-once delivery,
  * heartbeats while a worker runs a job, stalled jobs moved back for another worker, delayed re-offers of refused
- * jobs). The collector adds the jobs of one event-loop turn in one pipelined write. Workers answer each job by
- * appending its result to the run's results list in the same step that removes the job from the stream; the
- * collector, the only writer of the output files, reads that list in batches and trims what it has appended. Exactly-once in the files follows from three rules: a rollout attempt always has the
- * same job id (`t<task>r<rollout>a<attempt>`), the collector records only results of jobs it is waiting for (a late
+ * jobs). The collector adds the jobs of one event-loop turn in one pipelined write. Workers answer jobs by adding
+ * their results to the run's results stream in the same step that removes the jobs from the jobs stream; the
+ * collector, the only writer of the output files, reads that stream in batches and trims what it has appended.
+ * Exactly-once in the files follows from three rules: a rollout attempt always has the same job id
+ * (`t<task>r<rollout>a<attempt>`), the collector records only results of jobs it is waiting for (a late
  * duplicate is dropped), and a result leaves Redis only after the collector appended it (so a collector killed in
  * between finds it again on resume). At most `concurrency` jobs of a run exist at a time, so Redis memory is bounded
  * by the window; every key of the run is deleted when it ends. Workers discover runs through the `tsgym:runs`
@@ -39,7 +40,7 @@ import {
 export const WORKER_LOST = 'worker_lost';
 /** How long a finished run waits for its workers to stop serving it before deleting its keys. */
 const WORKERS_LEAVE_MS = 5000;
-/** Results read from the list per round trip. */
+/** Results stream entries read per round trip. */
 const READ_BATCH = 512;
 /** Longest a results stream entry may be (a bound on data from outside; one bigger than this is ignored). */
 const MAX_RESULT_CHARS = 256 * 1024 * 1024;
@@ -82,8 +83,8 @@ function rate(stats: WorkerStats, now: number): string {
 /**
  * The results of one entry of the results stream (a JSON array of them), without those that are not well-formed.
  * Anyone with the Redis address can add entries, so the text is bounded like any received JSON: in length, and in
- * nesting (a row as deep as an agent may answer, inside the list and its result object), since a row taken here is
- * written out, and encoding one nested deeper than the stack would stop the collector.
+ * nesting (a row as deep as an agent may answer, inside the entry's array and its result object), since a row
+ * taken here is written out, and encoding one nested deeper than the stack would stop the collector.
  */
 function parseResults(text: string): { results: JobResult[]; unreadable: number } {
   if (text.length > MAX_RESULT_CHARS) return { results: [], unreadable: 1 };

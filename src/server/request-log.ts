@@ -1,10 +1,10 @@
 /**
  * How a server logs its requests. `logRequestFailure`: a request whose handler threw (an agent's or an environment's),
  * one `request failed` event in json mode, else the `[name] METHOD PATH failed: stack` line on stderr.
- * `requestLogMiddleware`: a resources server's request events in json log mode (src/logging/log.ts): one `request` event per answered
- * request with the method, path, status and duration, the trace id from the incoming `traceparent` and the rollout
- * keys from the `baggage` the remote agent sends (src/logging/baggage.ts). Installed only in json mode, so a
- * text-mode server does no work for it. Never a header value, a body or a cookie.
+ * `requestLogMiddleware`: a resources server's request events in json log mode (src/logging/log.ts): one `request`
+ * event per answered request with the method, path, status and duration, the trace id from the incoming `traceparent`
+ * and the rollout keys from the `baggage` the remote agent sends (src/logging/baggage.ts). Installed only in json mode,
+ * so a text-mode server does no work for it. Never a header value, a body or a cookie.
  */
 import { stackOf, type GymRequest, type Middleware } from '../http/server.js';
 import { parseRolloutBaggage } from '../logging/baggage.js';

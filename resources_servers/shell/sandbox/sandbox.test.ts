@@ -26,7 +26,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     host = await openSandboxHost({
       baseDir,
       limits: {
-        // Generous: on a loaded 2-core CI machine a sandbox's start alone has taken seconds. The wall_time test sets its own.
+        // Generous: a sandbox's start alone has taken seconds on a loaded 2-core CI machine (the wall_time test sets
+        // its own 0.5 s).
         commandWallSecs: 30,
         commandCpuSecs: 1,
         memoryBytes: 256 * MIB,

@@ -44,14 +44,17 @@ const COMMAND_ENV = {
   TMPDIR: '/tmp',
   USER: 'sandbox',
 };
-/** The processes of the session's uid each running operation adds to its command's own: bwrap's monitor, the launcher. */
+/** What each running operation adds to its command's processes under the session's uid: bwrap's monitor, launcher. */
 const SANDBOX_PROCESSES = 2;
-/** Where prlimit and setpriv are looked up (the environment's own PATH is checked at start-up); bwrap goes by its absolute path. */
+/**
+ * Where prlimit and setpriv are looked up (the environment's own PATH is checked at start-up); bwrap goes by its
+ * absolute path.
+ */
 const SYSTEM_PATH = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
 /** How shells, coreutils and Python report a fork refused by RLIMIT_NPROC. */
 const FORK_FAILED =
   /Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]/i;
-/** How setpriv or bwrap say the processes limit kept them from starting the launcher (which reports its own refused fork). */
+/** How setpriv or bwrap say the processes limit kept them from starting the launcher (which reports its own). */
 const START_REFUSED = /^(?:setpriv|bwrap): .*Resource temporarily unavailable$/m;
 
 /** An operation that never reached the launcher because the session's processes were all taken (see START_REFUSED). */
