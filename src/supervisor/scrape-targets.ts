@@ -5,9 +5,9 @@
  * sample of the process would be counted twice; a Python server has no `/metrics` and is left out, as is any other
  * server type (model servers are not built on tsgym's bases).
  *
- * Addresses are the ones the head server already hands out for the servers (src/config/advertise.ts), so a scraper on
- * another host reaches them; a server bound to every interface is listed at `head_server.advertise_host`, else
- * `default_host`, else the head server's own host, else loopback. Labels are bounded by the config: `server` (the
+ * Addresses are ones a scraper on another host reaches: a server's own host, or, for a server bound to every
+ * interface, `head_server.advertise_host` (src/config/advertise.ts), else `default_host`, else the head server's own
+ * host, else loopback. Labels are bounded by the config: `server` (the
  * unit's name, `<environment>+<agent>` for a pair) and `server_kind` (`agent`, `resources` or `resources+agent`).
  * Neither clashes with a label tsgym's metrics carry (`kind` would: `gym_agent_retries_total` has one).
  */
