@@ -49,9 +49,24 @@ if [[ $LLAMA_PLATFORM == linux-x64 || $LLAMA_PLATFORM == linux-arm64 ]] &&
 fi
 
 npx tsc -p tsconfig.json
+
+# Every test's temporary files and processes belong to this run: TMPDIR is a directory of its own, which every child
+# inherits (os.tmpdir(), mkdtemp, Python's tempfile, Redis and Chromium alike). After the run it must be empty and no
+# process may still carry it, or the suite fails naming what was left (test/leftovers.sh). Another suite running beside
+# this one has its own directory, so neither is blamed for the other. Mode 0755: the shell sandbox's per-session users
+# pass through the temp dir to reach their work dirs.
+RUN_TMP="$(mktemp -d "${TMPDIR:-/tmp}/tsgym-run-XXXXXX")"
+chmod 0755 "$RUN_TMP"
+trap 'rm -rf "$RUN_TMP"' EXIT
+export TMPDIR="$RUN_TMP"
+echo "npm test: temp dir of this run: $RUN_TMP"
+
 # The compiled twin of every test source (a test file deleted or moved leaves a stale twin in dist/, which must not run).
 mapfile -t tests < <(find src resources_servers responses_api_agents examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')
-node --test --test-concurrency=2 "${tests[@]}"
+status=0
+node --test --test-concurrency=2 "${tests[@]}" || status=$?
 # The remote agent's tests once more with their environments reached in-process, as a co-located agent reaches its
 # environment (D23, test/support/remote-agent.ts): every assertion must hold on both paths.
-TSGYM_TEST_ENV_IN_PROCESS=1 exec node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js
+TSGYM_TEST_ENV_IN_PROCESS=1 node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js || status=$?
+env -u TMPDIR bash test/leftovers.sh "$RUN_TMP" || status=$?
+exit "$status"
