@@ -334,7 +334,8 @@ async function startHostileService(): Promise<string> {
 
 test(
   `a hostile service cannot take the agent down (seed ${SEED}; replay with TSGYM_HOSTILE_SEED=${SEED})`,
-  { timeout: 90_000 },
+  // Only an upper bound (the run takes seconds): room for a slow start of the servers on a busy machine.
+  { timeout: 300_000 },
   async (t) => {
     t.diagnostic(`hostile seed ${SEED} (replay: TSGYM_HOSTILE_SEED=${SEED})`);
     const serviceUrl = await startHostileService();
@@ -430,10 +431,11 @@ test(
       assert.match(error, expected.error, String(row.kind));
       assert.equal(row._ng_failure_terminal === true, expected.terminal, `${String(row.kind)}: ${error.slice(0, 300)}`);
     }
-    // Each rollout's time is bounded by its timeouts (the run timeout plus scheduling slack).
+    // Each rollout's time is bounded by its timeouts: the run timeout plus scheduling slack, which a busy machine
+    // stretches, so the slack is generous; unbounded, the slow body would take 400 s and the stalled ones forever.
     for (const row of [...completed, ...failures]) {
       const secs = row._ng_rollout_duration_secs;
-      if (typeof secs === 'number') assert.ok(secs <= RUN_TIMEOUT_SECS + 2, `${String(row.kind)} took ${secs}s`);
+      if (typeof secs === 'number') assert.ok(secs <= RUN_TIMEOUT_SECS + 10, `${String(row.kind)} took ${secs}s`);
     }
     assert.ok(
       peak === undefined || peak < RSS_GOAL_MIB,
@@ -449,7 +451,7 @@ test(
     environment = undefined;
     await eventually(() => processesWithMarker(marker).length === 0, {
       what: 'no server is left',
-      timeoutMs: 5_000,
+      timeoutMs: 30_000,
       intervalMs: 25,
     });
   },

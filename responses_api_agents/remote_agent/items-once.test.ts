@@ -13,7 +13,13 @@ import { request } from '../../src/http/client.js';
 import { registerLocalServer, unregisterLocalServer } from '../../src/http/in-process.js';
 import { App } from '../../src/http/server.js';
 import { finalAnswer, functionCall, reasoningItem, reply, responseObject, toolAsk } from '../../src/testing/index.js';
-import { basicRow, listenEnv, startHarness, type ResultResponse } from '../../test/support/remote-agent.js';
+import {
+  basicRow,
+  listenEnv,
+  POST_TIMEOUT_MS,
+  startHarness,
+  type ResultResponse,
+} from '../../test/support/remote-agent.js';
 import { Trajectory } from './loop.js';
 import { encodeResponse } from './step-body.js';
 
@@ -77,7 +83,7 @@ async function agentWithVerify(verifyAnswer: Buffer, inProcess: boolean) {
       method: 'POST',
       jsonText: JSON.stringify(basicRow()),
       headers,
-      timeoutMs: 20_000,
+      timeoutMs: POST_TIMEOUT_MS,
     });
     assert.equal(res.status, 200);
     return res.body;
@@ -137,7 +143,7 @@ test('/v1/responses answers with the merged trajectory written as JSON.stringify
     const res = await request(`${h.url}/v1/responses`, {
       method: 'POST',
       jsonText: JSON.stringify(basicRow().responses_create_params),
-      timeoutMs: 20_000,
+      timeoutMs: POST_TIMEOUT_MS,
     });
     assert.equal(res.status, 200, res.text());
     const merged = res.json() as ResultResponse;
@@ -193,7 +199,9 @@ test('a body sent in pieces that the service cuts off or never answers fails tha
       }
       return question.includes('cut off') ? reply.disconnect() : reply.hang();
     },
-    config: { remote_responses_timeout_secs: 1 },
+    // 5 s per call: ample for the 1.2 MB answer and for each >1 MiB body sent in pieces, however busy the machine; the
+    // call never answered is the one that meets it.
+    config: { remote_responses_timeout_secs: 5 },
   });
   try {
     const cut = await h.run(basicRow('cut off'));
@@ -201,7 +209,7 @@ test('a body sent in pieces that the service cuts off or never answers fails tha
     assert.equal(cut._ng_failure_terminal, undefined);
     assert.ok(h.service.calls[1]!.rawBody.length > 1024 * 1024);
     const hung = await h.run(basicRow('never answered'));
-    assert.match(String(hung.error), /timed out after 1\.0s/);
+    assert.match(String(hung.error), /timed out after 5\.0s/);
     const plain = await h.run(basicRow('plain'));
     assert.equal(plain._ng_failure_class, undefined, String(plain.error));
   } finally {

@@ -18,6 +18,7 @@ import {
   ENV_COOKIE,
   gates,
   listenEnv,
+  POST_TIMEOUT_MS,
   startHarness,
   startRecordingEnv,
   typesOf,
@@ -237,18 +238,23 @@ describe('I. Gym-side failures', () => {
 
 describe('J. timeouts and concurrency', () => {
   test('case 54 / D13: the whole-run timeout fails the row at once and aborts the in-flight service call', async () => {
-    const h = await startHarness({ service: () => reply.hang(), config: { run_timeout_secs: 0.2 } });
+    // 2 s: the seed is long done and the service call open when the deadline fires, however busy the machine.
+    const h = await startHarness({ service: () => reply.hang(), config: { run_timeout_secs: 2 } });
     try {
       const started = performance.now();
       const result = await h.run(basicRow());
-      assert.ok(performance.now() - started < 1500);
-      assert.equal(result.error, '/run exceeded run_timeout_secs=0.2s (seed + agent/tool loop + verify)');
+      const elapsed = performance.now() - started;
+      assert.equal(result.error, '/run exceeded run_timeout_secs=2.0s (seed + agent/tool loop + verify)');
+      // Answered at the deadline, not when the hanging call ends (never: the harness would give up at POST_TIMEOUT_MS).
+      assert.ok(elapsed < POST_TIMEOUT_MS / 2, `the row came after ${elapsed} ms`);
       assert.equal(result._ng_failure_terminal, undefined);
+      assert.equal(h.service.calls.length, 1, 'the deadline fired while the service call was open');
       const call = h.service.calls[0]!;
-      if (!call.signal.aborted) await new Promise((resolve) => call.signal.addEventListener('abort', resolve));
+      await eventually(() => call.signal.aborted, { what: 'the in-flight service call is aborted', timeoutMs: 30_000 });
       assert.equal(h.service.inFlight, 0);
       await eventually(() => h.agent.limiter.available === 1 * h.agent.config.concurrency, {
         what: 'the slot is freed',
+        timeoutMs: 30_000,
       });
     } finally {
       await h.close();
@@ -268,7 +274,7 @@ describe('J. timeouts and concurrency', () => {
       const runs = Array.from({ length: 4 }, (_, i) => h.run(basicRow(`task ${i}`)));
       await h.service.waitForCalls(2);
       assert.equal(h.service.inFlight, 2);
-      await eventually(() => h.agent.limiter.waiting === 2, { what: 'two rollouts queue' });
+      await eventually(() => h.agent.limiter.waiting === 2, { what: 'two rollouts queue', timeoutMs: 30_000 });
       assert.equal(h.service.calls.length, 2);
       for (let i = 0; i < 4; i++) {
         gate.open(i);
@@ -284,34 +290,48 @@ describe('J. timeouts and concurrency', () => {
   });
 
   test('U7 / D13: right after run timeouts the cap still holds — calls at the service never exceed concurrency', async () => {
-    const h = await startHarness({ service: () => reply.hang(), config: { concurrency: 2, run_timeout_secs: 0.15 } });
+    // 1.5 s per rollout: each one's seed is done and its service call open before its deadline, however busy the machine.
+    const h = await startHarness({ service: () => reply.hang(), config: { concurrency: 2, run_timeout_secs: 1.5 } });
     try {
       const results = await Promise.all(Array.from({ length: 6 }, (_, i) => h.run(basicRow(`t${i}`))));
-      for (const result of results) assert.match(result.error!, /run_timeout_secs=0\.15s/);
+      for (const result of results) assert.match(result.error!, /run_timeout_secs=1\.5s/);
       assert.equal(h.service.calls.length, 6);
       assert.equal(h.service.maxInFlight, 2);
-      await eventually(() => h.agent.limiter.available === 2, { what: 'slots freed' });
+      await eventually(() => h.agent.limiter.available === 2, { what: 'slots freed', timeoutMs: 30_000 });
     } finally {
       await h.close();
     }
   });
 
   test('case 56: queue wait does not count against run_timeout_secs', async () => {
+    // A holds the only slot until B has queued behind it for HOLD_MS; B's own service call then takes HOLD_MS too.
+    // Each rollout's own time is HOLD_MS plus milliseconds of work, 1.5 s inside the 4 s run timeout; B's time from its
+    // arrival is at least 2 × HOLD_MS, past it (both stalls are lower bounds: a busy machine only lengthens them).
+    const HOLD_MS = 2500;
+    const RUN_TIMEOUT_SECS = 4;
+    const gate = gates();
     const h = await startHarness({
       service: async (call) => {
-        // A holds the only slot for 0.4 s; B, queued meanwhile, then needs 0.2 s of its own (0.6 s > 0.5 s in all).
-        await new Promise((resolve) => setTimeout(resolve, call.index === 0 ? 400 : 200));
+        if (call.index === 0) await gate.wait(call);
+        else await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
         return finalAnswer('ok');
       },
-      config: { concurrency: 1, run_timeout_secs: 0.5 },
+      config: { concurrency: 1, run_timeout_secs: RUN_TIMEOUT_SECS },
     });
     try {
       const a = h.run(basicRow('A'));
       await h.service.call(0);
+      const bStarted = performance.now();
       const b = h.run(basicRow('B'));
+      await eventually(() => h.agent.limiter.waiting === 1, { what: 'B queues behind A', timeoutMs: 30_000 });
+      await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+      gate.open(0);
       const [ra, rb] = await Promise.all([a, b]);
-      assert.equal(ra.reward, 1.0);
+      const bSecs = (performance.now() - bStarted) / 1000;
+      assert.equal(ra.reward, 1.0, ra.error);
       assert.equal(rb.reward, 1.0, rb.error);
+      assert.equal(h.service.calls.length, 2);
+      assert.ok(bSecs > RUN_TIMEOUT_SECS, `B's queue wait and its own time (${bSecs}s) together pass the run timeout`);
     } finally {
       await h.close();
     }
@@ -330,7 +350,7 @@ describe('J. timeouts and concurrency', () => {
       const run = h.run(basicRow());
       await h.service.call(0);
       const direct = h.post('/v1/responses', { input: 'direct' });
-      await eventually(() => h.agent.limiter.waiting === 1, { what: 'the direct call queues' });
+      await eventually(() => h.agent.limiter.waiting === 1, { what: 'the direct call queues', timeoutMs: 30_000 });
       assert.equal(h.service.calls.length, 1);
       gate.open(0);
       gate.open(1);
@@ -405,7 +425,7 @@ describe('L. HTTP routes', () => {
       assert.equal(res.status, 200);
       assert.equal(res.body.reward, 1.0);
       const { request } = await import('../../src/http/client.js');
-      const live = await request(`${h.url}/`, { timeoutMs: 2000 });
+      const live = await request(`${h.url}/`, { timeoutMs: 30_000 });
       assert.deepEqual(live.json(), { status: 'ok' });
     } finally {
       await h.close();
@@ -496,7 +516,7 @@ describe('N. aggregate metrics proxy', () => {
         await import('../../src/http/client.js')
       ).callInternal(`${h.env.url}/aggregate_metrics`, {
         json: body,
-        timeoutMs: 5000,
+        timeoutMs: 30_000,
       });
       assert.equal(viaAgent.status, 200);
       assert.ok('key_metrics' in viaAgent.body);
@@ -517,7 +537,9 @@ describe('N. aggregate metrics proxy', () => {
     try {
       const started = performance.now();
       const res = await h.post<AgentErrorBody>('/aggregate_metrics', { verify_responses: [] });
-      assert.ok(performance.now() - started < 2000);
+      const elapsed = performance.now() - started;
+      // Answered at the 0.2 s bound, not when the hang ends (never: the harness would give up at POST_TIMEOUT_MS).
+      assert.ok(elapsed < POST_TIMEOUT_MS / 2, `the answer came after ${elapsed} ms`);
       assert.equal(res.status, 500);
       assert.match(res.body.error, /\/aggregate_metrics on the resources server 'hanging_env' .* failed: timed out/);
     } finally {

@@ -117,11 +117,11 @@ test('secrets never appear in anything a run writes or serves', async () => {
 
     const head = `http://127.0.0.1:${headPort}`;
     for (const endpoint of ['/', '/health', '/global_config_dict_yaml', '/server_instances']) {
-      const res = await request(`${head}${endpoint}`, { timeoutMs: 5_000 });
+      const res = await request(`${head}${endpoint}`, { timeoutMs: 30_000 });
       assert.equal(res.status, 200, endpoint);
       assertNoSecret(res.text(), `the head server's ${endpoint}`);
     }
-    const served = (await request(`${head}/global_config_dict_yaml`, { timeoutMs: 5_000 })).text();
+    const served = (await request(`${head}/global_config_dict_yaml`, { timeoutMs: 30_000 })).text();
     assert.match(served, /X-Tenant-Key: (\\")?\*\*\*\*/, 'the header name stays visible, its value masked');
     for (const args of [
       ['env', 'status'],
@@ -140,15 +140,18 @@ test('secrets never appear in anything a run writes or serves', async () => {
     let viewOut = '';
     view.child.stdout!.on('data', (chunk: string) => (viewOut += chunk));
     try {
-      await eventually(() => /\n/.test(viewOut) || view.child.exitCode !== null, { what: 'the viewer URL' });
+      await eventually(() => /\n/.test(viewOut) || view.child.exitCode !== null, {
+        what: 'the viewer URL',
+        timeoutMs: 60_000,
+      });
       const base = /at (http:\/\/127\.0\.0\.1:\d+)/.exec(viewOut)?.[1];
       assert.ok(base, viewOut + view.stderr());
-      const index = (await request(`${base}/`, { timeoutMs: 5_000 })).text();
+      const index = (await request(`${base}/`, { timeoutMs: 30_000 })).text();
       assertNoSecret(index, 'the viewer index');
       const links = [...new Set([...index.matchAll(/href="(\/[^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')))];
       assert.ok(links.length >= 5, 'the index links the rollouts');
       for (const link of links)
-        assertNoSecret((await request(`${base}${link}`, { timeoutMs: 5_000 })).text(), `the viewer page ${link}`);
+        assertNoSecret((await request(`${base}${link}`, { timeoutMs: 30_000 })).text(), `the viewer page ${link}`);
     } finally {
       view.child.kill('SIGTERM');
       await view.result;

@@ -11,7 +11,13 @@ import {
   toolAsk,
 } from '../../src/testing/index.js';
 import { retryAfterMs } from './service-client.js';
-import { basicRow, startHarness, type Harness, type RunResult } from '../../test/support/remote-agent.js';
+import {
+  basicRow,
+  POST_TIMEOUT_MS,
+  startHarness,
+  type Harness,
+  type RunResult,
+} from '../../test/support/remote-agent.js';
 
 /** Rows of failed rollouts: non-terminal unless said, and the environment's /verify never called. */
 function assertFailed(h: Harness, result: RunResult, text: RegExp | string, terminal = false): void {
@@ -50,7 +56,8 @@ describe('G. transport failures on the service hop', () => {
       assertFailed(h, result, `could not reach the remote service after 3 tries (`);
       assert.ok(result.error!.includes(`Is your service running at http://127.0.0.1:${port}?`), result.error);
       assert.ok(result.error!.startsWith('agent loop failed: '), result.error);
-      assert.ok(elapsed >= 950 && elapsed < 3000, `3 tries 0.5 s apart took ${elapsed} ms`);
+      // Two 0.5 s pauses at least; at most, well within the harness's bound (a refused connection is not waited on).
+      assert.ok(elapsed >= 950 && elapsed < POST_TIMEOUT_MS / 2, `3 tries 0.5 s apart took ${elapsed} ms`);
       assert.deepEqual(
         h.env.requests.map((r) => r.path),
         ['/seed_session'],
@@ -75,11 +82,12 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 39: a per-call timeout is one attempt, no retry: "timed out after 0.2s (remote_responses_timeout_secs; …)"', async () => {
-    const h = await startHarness({ service: () => reply.hang(), config: { remote_responses_timeout_secs: 0.2 } });
+  test('case 39: a per-call timeout is one attempt, no retry: "timed out after 2.0s (remote_responses_timeout_secs; …)"', async () => {
+    // 2 s: the call has reached the service when its deadline fires, however busy the machine.
+    const h = await startHarness({ service: () => reply.hang(), config: { remote_responses_timeout_secs: 2 } });
     try {
       const result = await h.run(basicRow());
-      assertFailed(h, result, 'timed out after 0.2s (remote_responses_timeout_secs;');
+      assertFailed(h, result, 'timed out after 2.0s (remote_responses_timeout_secs;');
       assert.equal(h.service.calls.length, 1);
     } finally {
       await h.close();
@@ -111,11 +119,12 @@ describe('G. transport failures on the service hop', () => {
   test('case 41 / D14 / U2: headers then a stalled body are cut by the per-call timeout, and the slot is freed', async () => {
     const h = await startHarness({
       service: () => reply.stallAfterHeaders(),
-      config: { remote_responses_timeout_secs: 0.2, concurrency: 1 },
+      // 2 s: the headers have arrived when the deadline fires, however busy the machine.
+      config: { remote_responses_timeout_secs: 2, concurrency: 1 },
     });
     try {
       const result = await h.run(basicRow());
-      assertFailed(h, result, 'timed out after 0.2s (remote_responses_timeout_secs;');
+      assertFailed(h, result, 'reading the response body failed: timed out after 2.0s (remote_responses_timeout_secs;');
       assert.equal(h.service.calls.length, 1);
       assert.equal(h.agent.limiter.available, 1);
     } finally {
@@ -355,15 +364,17 @@ describe('U23 / D15: status classes and overload signals', () => {
   });
 
   test('without Retry-After, or when the wait would pass the run deadline, a 503 fails at once', async () => {
+    // Waiting would take 30 s and meet the 20 s run deadline (a different error, 20 s later); failing at once does not.
     const h = await startHarness({
-      service: [reply.status(503, 'no header'), reply.status(503, 'too late', { headers: { 'retry-after': '5' } })],
-      config: { run_timeout_secs: 1 },
+      service: [reply.status(503, 'no header'), reply.status(503, 'too late', { headers: { 'retry-after': '30' } })],
+      config: { run_timeout_secs: 20 },
     });
     try {
       assertFailed(h, await h.run(basicRow()), 'HTTP 503: no header');
       const started = performance.now();
       assertFailed(h, await h.run(basicRow()), 'HTTP 503: too late');
-      assert.ok(performance.now() - started < 900);
+      const elapsed = performance.now() - started;
+      assert.ok(elapsed < 10_000, `the 503 row came after ${elapsed} ms`);
       assert.equal(h.service.calls.length, 2);
     } finally {
       await h.close();

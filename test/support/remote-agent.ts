@@ -208,6 +208,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** How long `Harness.post` waits for the agent's answer before failing the test. */
+export const POST_TIMEOUT_MS = 60_000;
+
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const service = isScriptedService(options.service) ? options.service : await startScriptedService(options.service);
   const env = options.env && 'requests' in options.env ? options.env : await startRecordingEnv(options.env);
@@ -233,7 +236,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       method: 'POST',
       jsonText: typeof body === 'string' ? body : JSON.stringify(body),
       headers,
-      timeoutMs: 20_000,
+      // Only an upper bound (a rollout here takes milliseconds): generous, so a busy machine never trips it, and well
+      // above every deadline a test provokes, so a test that contrasts its deadline with a hang can tell the two apart.
+      timeoutMs: POST_TIMEOUT_MS,
     });
     let parsed: unknown;
     try {
