@@ -16,7 +16,7 @@ async function check(handler: ServiceHandler, fillEchoFields?: boolean): Promise
   const service = await startScriptedService(handler);
   try {
     return await runAgentCheck(service.url, {
-      timeoutMs: 5000,
+      timeoutMs: 60_000, // the bound on each call: generous, so a busy machine is not a failing service
       ...(fillEchoFields === undefined ? {} : { fillEchoFields }),
     });
   } finally {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from '../../test/support/cli.js';
 import { startCounterPlannerService, type StartedService } from '../../examples/counter-planner/index.js';
 import { defineEnvironment, z } from '../environment/index.js';
 import { isGymError } from '../errors.js';
@@ -20,6 +20,9 @@ import { CHECKS, ROW_PROBES_CHECK } from './checks.js';
 import { assertCheck } from './report-assertions.js';
 import { loadRowProbes } from './row-probes.js';
 
+/** The bound on each call of a check: generous, so a busy machine is not a failing service. */
+const CALL_TIMEOUT_MS = 60_000;
+
 /**
  * `gym agent check --rows`: an environment's rows as probes. A service that fits the rows passes; one that asks
  * for an undeclared tool, sends arguments its tool's schema refuses, or does not answer fails under the check
@@ -32,7 +35,7 @@ const COUNTER_ROWS = fileURLToPath(
 
 /** A rows file of one environment's tools (from the kit's JSON schemas) and the given prompts. */
 function writeRows(rows: unknown[]): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gym-rows-'));
+  const dir = tempDir('gym-rows-');
   const file = path.join(dir, 'example.jsonl');
   writeFileSync(file, rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
   return file;
@@ -41,7 +44,7 @@ function writeRows(rows: unknown[]): string {
 async function checkWith(handler: ServiceHandler, rowsFile: string): Promise<AgentCheckReport> {
   const service = await startScriptedService(handler);
   try {
-    return await runAgentCheck(service.url, { timeoutMs: 5000, rows: await loadRowProbes(rowsFile) });
+    return await runAgentCheck(service.url, { timeoutMs: CALL_TIMEOUT_MS, rows: await loadRowProbes(rowsFile) });
   } finally {
     await service.close();
   }
@@ -79,7 +82,10 @@ describe('gym agent check --rows', () => {
   after(() => planner.close());
 
   test("the counter planner passes on the counter's example rows: the 15 checks plus row-probes", async () => {
-    const report = await runAgentCheck(planner.url, { timeoutMs: 5000, rows: await loadRowProbes(COUNTER_ROWS) });
+    const report = await runAgentCheck(planner.url, {
+      timeoutMs: CALL_TIMEOUT_MS,
+      rows: await loadRowProbes(COUNTER_ROWS),
+    });
     assert.deepEqual(
       report.checks.map((c) => c.name),
       [...CHECKS.map((c) => c.name), ROW_PROBES_CHECK.name],
@@ -143,7 +149,7 @@ describe('gym agent check --rows', () => {
 
 describe('loading --rows', () => {
   async function loadError(text: string): Promise<string> {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'gym-rows-'));
+    const dir = tempDir('gym-rows-');
     const file = path.join(dir, 'rows.jsonl');
     writeFileSync(file, text);
     try {
@@ -171,7 +177,7 @@ describe('loading --rows', () => {
   });
 
   test('a directory is a config error, not a crash', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'gym-rows-'));
+    const dir = tempDir('gym-rows-');
     await assert.rejects(
       loadRowProbes(dir),
       (err) => isGymError(err) && err.errorClass === 'config' && /a directory, not a file/.test(err.message),

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { tempDir } from '../../test/support/cli.js';
 import { UsageError } from '../errors.js';
 import { parseArgv } from './argv.js';
 import { usage } from './help.js';
@@ -200,7 +200,7 @@ describe('flags become overrides', () => {
   });
 
   test('--resources-server NAME[/FLAVOR] resolves to resources_servers/NAME/configs/FLAVOR.yaml under the roots', () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'tsgym-argv-'));
+    const root = tempDir('tsgym-argv-');
     for (const file of [
       'resources_servers/counter/configs/counter.yaml',
       'resources_servers/counter/configs/hard.yaml',

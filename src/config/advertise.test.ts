@@ -3,17 +3,16 @@
  * starting is refused naming the missing setting (src/config/advertise.ts).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError } from '../errors.js';
 import { loadGlobalConfig } from './load.js';
 import { listServerInstances } from './servers.js';
-import { runGym } from '../../test/support/cli.js';
+import { runGym, tempDir } from '../../test/support/cli.js';
 
 function configDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tsgym-advertise-'));
+  const dir = tempDir('tsgym-advertise-');
   writeFileSync(
     path.join(dir, 'env.yaml'),
     'agent_a:\n  responses_api_agents:\n    fake:\n      entrypoint: app.py\n      port: 17001\n',

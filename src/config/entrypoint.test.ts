@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { tempDir } from '../../test/support/cli.js';
 import { ConfigError } from '../errors.js';
 import { resolveLaunch, resolveServerDir } from './entrypoint.js';
 
-/** An install root with `files` (relative path → contents) created empty-or-given. */
+/** An install root with `files` (relative path → contents) created empty-or-given; removed when the test process exits. */
 function tree(files: string[]): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tsgym-entry-'));
+  const dir = tempDir('tsgym-entry-');
   for (const file of files) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     writeFileSync(path.join(dir, file), '');

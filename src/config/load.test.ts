@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { tempDir } from '../../test/support/cli.js';
 import { ConfigError } from '../errors.js';
 import { loadGlobalConfig, type LoadOptions } from './load.js';
 import { isPortFree } from './ports.js';
@@ -10,9 +10,9 @@ import { getServerInstance, listServerInstances, resolveRef } from './servers.js
 import { readServerEnv, serverEnv } from './server-env.js';
 import type { GlobalConfig } from './types.js';
 
-/** A temp dir holding `files` (relative path → YAML text). */
+/** A temp dir holding `files` (relative path → YAML text), removed when the test process exits. */
 function fixture(files: Record<string, string>): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tsgym-config-'));
+  const dir = tempDir('tsgym-config-');
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     writeFileSync(path.join(dir, name), text);

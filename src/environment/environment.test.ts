@@ -7,6 +7,10 @@ import { CookieJar } from '../http/cookies.js';
 import { defineEnvironment, serveEnvironment, ToolError, z, type RunningEnvironment } from './index.js';
 import { eventually } from '../../test/support/wait.js';
 
+/** An upper bound on one loopback exchange, and on waiting for an effect that takes milliseconds: generous. */
+const REQUEST_TIMEOUT_MS = 30_000;
+const WAIT_MS = 30_000;
+
 /**
  * The environment kit through a real server on a loopback port: every rule an author gets for free — the routes,
  * 422 texts naming the field, reserved names, the session cookie, state dropped at verify and on idle expiry
@@ -86,7 +90,7 @@ async function post(
   const res = await request(`${env.url}${path}`, {
     method: 'POST',
     json: body,
-    timeoutMs: 2_000,
+    timeoutMs: REQUEST_TIMEOUT_MS,
     ...(cookie ? { headers: { cookie } } : {}),
   });
   jar.absorb(res.setCookies);
@@ -186,7 +190,7 @@ describe('environment kit', () => {
       request(`${env.url}/verify`, {
         method: 'POST',
         jsonText: spaced,
-        timeoutMs: 2_000,
+        timeoutMs: REQUEST_TIMEOUT_MS,
         headers: { cookie: jar.header()! },
       }),
     );
@@ -202,7 +206,7 @@ describe('environment kit', () => {
     await post(env, '/verify', verifyBody(['x']), jar);
     await eventually(() => disposed.length === before + 1, {
       what: 'the verified state is disposed',
-      timeoutMs: 3_000,
+      timeoutMs: WAIT_MS,
     });
     assert.deepEqual(disposed.at(-1), { notes: ['x'], owner: 'finn', reason: 'verified' });
 
@@ -282,7 +286,7 @@ describe('environment kit', () => {
     await post(env, '/seed_session', { owner: 'kim' }, jar);
     await eventually(() => disposed.length === before + 1, {
       what: 'the replaced state is disposed',
-      timeoutMs: 3_000,
+      timeoutMs: WAIT_MS,
     });
     assert.deepEqual(disposed.at(-1), { notes: ['old'], owner: 'jo', reason: 'replaced' });
     assert.deepEqual((await post(env, '/read_notes', {}, jar)).json(), { owner: 'kim', notes: [] });
@@ -306,29 +310,31 @@ describe('environment kit', () => {
   });
 
   it('answers GET / and reports reverify_mode unsupported for a stateful environment', async () => {
-    assert.deepEqual((await request(`${env.url}/`, { timeoutMs: 2_000 })).json(), { status: 'ok' });
-    assert.equal((await request(`${env.url}/reverify_mode`, { timeoutMs: 2_000 })).json(), 'unsupported');
+    assert.deepEqual((await request(`${env.url}/`, { timeoutMs: REQUEST_TIMEOUT_MS })).json(), { status: 'ok' });
+    assert.equal((await request(`${env.url}/reverify_mode`, { timeoutMs: REQUEST_TIMEOUT_MS })).json(), 'unsupported');
   });
 });
 
 describe('environment kit: session lifetime', () => {
   it('expires an idle session and disposes its state, so an abandoned rollout leaks nothing', async () => {
     const disposed: Disposed[] = [];
-    const env = await serveEnvironment(notebookEnvironment(disposed, { idleTimeoutSecs: 0.05 }));
+    // The idle timeout is far longer than the step from the seed's reply to the check that the session is live,
+    // even on a busy machine: the session must not expire before that check.
+    const env = await serveEnvironment(notebookEnvironment(disposed, { idleTimeoutSecs: 2 }));
     try {
       const jar = new CookieJar();
       await post(env, '/seed_session', { owner: 'abandoned' }, jar);
       assert.equal(env.server.sessions.size, 1);
       await eventually(() => disposed.length === 1, {
         what: 'the idle session expires and is disposed',
-        timeoutMs: 3_000,
+        timeoutMs: WAIT_MS,
       });
       assert.equal(disposed[0]!.owner, 'abandoned');
       assert.equal(disposed[0]!.reason, 'expired');
       assert.equal(env.server.sessions.size, 0);
       const res = await post(env, '/read_notes', {}, jar);
       assert.equal(res.status, 409);
-      assert.match(String(detailOf(res)), /expired after 0\.05 s idle/);
+      assert.match(String(detailOf(res)), /expired after 2 s idle/);
     } finally {
       await env.close();
     }
@@ -346,6 +352,8 @@ describe('environment kit: session lifetime', () => {
           released++;
         },
       }),
+      // The wait for disposals is bounded (1.5 s by default); here its bound is far beyond the 20 ms disposals.
+      { shutdownWaitMs: 60_000 },
     );
     await post(env, '/seed_session', {});
     await post(env, '/seed_session', {});
@@ -370,7 +378,7 @@ describe('environment kit: session lifetime', () => {
       const jar = new CookieJar();
       await post(env, '/seed_session', {}, jar);
       assert.equal((await post(env, '/verify', verifyBody([]), jar)).status, 200);
-      await eventually(() => lines.length === 1, { what: 'the failing dispose is logged', timeoutMs: 3_000 });
+      await eventually(() => lines.length === 1, { what: 'the failing dispose is logged', timeoutMs: WAIT_MS });
       assert.match(lines[0]!, /^\[leaky\] dispose\(state\) failed: sandbox already gone$/);
       assert.equal((await post(env, '/seed_session', {})).status, 200, 'the server still answers');
     } finally {
@@ -555,7 +563,7 @@ describe('environment kit: definitions', () => {
       assert.equal(body.reward, 1);
       assert.equal(body.expected_answer, 'yes', 'without dropFields every request field is echoed');
       assert.equal(body.status, placeholderResponse().status);
-      assert.equal((await request(`${env.url}/reverify_mode`, { timeoutMs: 2_000 })).json(), 'stateless');
+      assert.equal((await request(`${env.url}/reverify_mode`, { timeoutMs: REQUEST_TIMEOUT_MS })).json(), 'stateless');
     } finally {
       await env.close();
     }

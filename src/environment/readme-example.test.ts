@@ -6,8 +6,7 @@ import { placeholderResponse } from '../contract/index.js';
 
 import { request } from '../http/client.js';
 import { CookieJar } from '../http/cookies.js';
-import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
-import { eventually } from '../../test/support/wait.js';
+import { KIT_URL, startEnvironmentProcess, waitForOutput } from '../../test/support/environment-process.js';
 
 /**
  * The README's "Write your own environment" example, exactly as printed (only its import path pointed at the compiled
@@ -30,17 +29,14 @@ describe('README: write your own environment', () => {
   it('the example runs: seed, list, complete, a ToolError, verify with reward, extras and the answer key dropped', async () => {
     const proc = await startEnvironmentProcess(readmeExample(), 'todo');
     try {
-      await eventually(() => proc.output().stdout.includes('todo listening on'), {
-        what: `the example listens (stderr: ${proc.output().stderr})`,
-        timeoutMs: 10_000,
-      });
+      await waitForOutput(proc, 'todo listening on');
       const jar = new CookieJar();
       const post = async (route: string, body: unknown) => {
         const cookie = jar.header();
         const res = await request(`${proc.url}${route}`, {
           method: 'POST',
           json: body,
-          timeoutMs: 2_000,
+          timeoutMs: 30_000, // an upper bound only: generous for a busy machine
           ...(cookie ? { headers: { cookie } } : {}),
         });
         jar.absorb(res.setCookies);

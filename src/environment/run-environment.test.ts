@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
 import { request } from '../http/client.js';
-import { KIT_URL, startEnvironmentProcess } from '../../test/support/environment-process.js';
+import { tempDir } from '../../test/support/cli.js';
+import { KIT_URL, startEnvironmentProcess, waitForOutput } from '../../test/support/environment-process.js';
 import { eventually } from '../../test/support/wait.js';
+
+/** An upper bound on one loopback exchange: generous, so a busy machine is never mistaken for a broken server. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
  * `runEnvironment` in a real server process, started the way `gym env start` starts one (the two config env vars):
@@ -34,7 +37,7 @@ void runEnvironment((ctx) => defineEnvironment({
 }
 
 async function startLedger(toolName: string, config: Record<string, unknown> = {}) {
-  const disposals = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsgym-ledger-')), 'disposals.txt');
+  const disposals = path.join(tempDir('tsgym-ledger-'), 'disposals.txt');
   writeFileSync(disposals, '');
   const proc = await startEnvironmentProcess(appSource(toolName), 'ledger', {
     greeting: 'hello from the config',
@@ -48,18 +51,17 @@ describe('runEnvironment in a server process', () => {
   it('serves the config block to the environment and disposes every live session on SIGTERM', async () => {
     const proc = await startLedger('greet');
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), {
-        what: 'the server prints its listening line',
-        timeoutMs: 10_000,
-      });
+      await waitForOutput(proc, 'ledger listening on');
       const seeded = [];
       for (let i = 0; i < 2; i++)
-        seeded.push(await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }));
+        seeded.push(
+          await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: REQUEST_TIMEOUT_MS }),
+        );
       const cookie = seeded[0]!.setCookies[0]!.split(';')[0]!;
       const greeting = await request(`${proc.url}/greet`, {
         method: 'POST',
         json: {},
-        timeoutMs: 2_000,
+        timeoutMs: REQUEST_TIMEOUT_MS,
         headers: { cookie },
       });
       assert.deepEqual(greeting.json(), { greeting: 'hello from the config' });
@@ -91,14 +93,12 @@ describe('runEnvironment in a server process', () => {
   it('expires a session abandoned by a killed collector after the configured session_idle_timeout_secs', async () => {
     const proc = await startLedger('greet', { session_idle_timeout_secs: 0.2 });
     try {
-      await eventually(() => proc.output().stdout.includes('ledger listening on'), {
-        what: 'the server prints its listening line',
-        timeoutMs: 10_000,
-      });
-      await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: 2_000 }); // and never verified
+      await waitForOutput(proc, 'ledger listening on');
+      await request(`${proc.url}/seed_session`, { method: 'POST', json: {}, timeoutMs: REQUEST_TIMEOUT_MS }); // and never verified
       await eventually(() => readFileSync(proc.disposals, 'utf8') === 'expired\n', {
-        what: 'the idle session is disposed as expired',
-        timeoutMs: 10_000,
+        what: () =>
+          `the idle session is disposed as expired (disposals: ${JSON.stringify(readFileSync(proc.disposals, 'utf8'))})`,
+        timeoutMs: 60_000,
       });
     } finally {
       proc.child.kill('SIGKILL');

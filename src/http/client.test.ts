@@ -5,6 +5,9 @@ import { after, before, describe, it } from 'node:test';
 import { callInternal, HttpTransportError, request, withRetries } from './client.js';
 import { CookieJar } from './cookies.js';
 
+/** An upper bound on one loopback exchange that must succeed: generous, so a busy machine is not a failure. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 /** A scripted loopback server: each path is one behaviour. */
 function scriptedServer(): Promise<{ url: string; hits: Map<string, number>; close(): Promise<void> }> {
   const hits = new Map<string, number>();
@@ -86,30 +89,37 @@ describe('http client', () => {
   });
 
   it('fails with kind "timeout" when headers arrive and the body stalls', async () => {
-    const err = await failure(request(`${server.url}/stall-body`, { timeoutMs: 150 }));
-    assert.equal(err.kind, 'timeout');
+    // The headers must arrive before the deadline fires for this to be the case under test (phase 'body'); on a
+    // machine too busy for that, the attempt is repeated with a longer deadline, and fails loudly if it never is.
+    let err: HttpTransportError | undefined;
+    for (const timeoutMs of [150, 2_000, 10_000]) {
+      err = await failure(request(`${server.url}/stall-body`, { timeoutMs }));
+      assert.equal(err.kind, 'timeout');
+      if (err.phase === 'body') break;
+    }
+    assert.equal(err!.phase, 'body', 'the deadline fired before the headers arrived, on every attempt');
   });
 
   it('fails with kind "connect" on a closed port', async () => {
     const port = await closedPort();
-    const err = await failure(request(`http://127.0.0.1:${port}/`, { timeoutMs: 2_000 }));
+    const err = await failure(request(`http://127.0.0.1:${port}/`, { timeoutMs: REQUEST_TIMEOUT_MS }));
     assert.equal(err.kind, 'connect');
     assert.equal(err.url, `http://127.0.0.1:${port}/`);
   });
 
   it('fails with kind "too_large" when the body exceeds maxBodyBytes', async () => {
-    const err = await failure(request(`${server.url}/big`, { timeoutMs: 2_000, maxBodyBytes: 1024 }));
+    const err = await failure(request(`${server.url}/big`, { timeoutMs: REQUEST_TIMEOUT_MS, maxBodyBytes: 1024 }));
     assert.equal(err.kind, 'too_large');
     assert.match(err.message, /too large/);
   });
 
   it('reads a body at the limit', async () => {
-    const res = await request(`${server.url}/big`, { timeoutMs: 2_000, maxBodyBytes: 8192 });
+    const res = await request(`${server.url}/big`, { timeoutMs: REQUEST_TIMEOUT_MS, maxBodyBytes: 8192 });
     assert.equal((res.json() as { pad: string }).pad.length, 4096);
   });
 
   it('never follows a redirect: the 3xx comes back and the target is not hit', async () => {
-    const res = await request(`${server.url}/redirect`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    const res = await request(`${server.url}/redirect`, { method: 'POST', json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 302);
     assert.equal(res.headers.location, '/target');
     assert.equal(server.hits.get('/target'), undefined);
@@ -118,7 +128,7 @@ describe('http client', () => {
   it('sends the jar as Cookie and merges the reply Set-Cookie into it', async () => {
     const jar = new CookieJar();
     jar.absorb(['s=old', 'gone=1', 'other=2']);
-    const res = await request(`${server.url}/cookies`, { timeoutMs: 2_000, jar });
+    const res = await request(`${server.url}/cookies`, { timeoutMs: REQUEST_TIMEOUT_MS, jar });
     assert.equal((res.json() as { cookie: string }).cookie, 's=old; gone=1; other=2');
     assert.deepEqual(res.setCookies, ['s=new; Path=/', 'gone=; Max-Age=0']);
     assert.deepEqual(jar.toJSON(), { s: 'new', other: '2' });
@@ -126,7 +136,7 @@ describe('http client', () => {
 
   it('aborts when the caller signal fires, with kind "aborted"', async () => {
     const controller = new AbortController();
-    const pending = request(`${server.url}/hang`, { timeoutMs: 5_000, signal: controller.signal });
+    const pending = request(`${server.url}/hang`, { timeoutMs: REQUEST_TIMEOUT_MS, signal: controller.signal });
     controller.abort();
     assert.equal((await failure(pending)).kind, 'aborted');
   });
@@ -182,8 +192,11 @@ describe('withRetries', () => {
   it('callInternal gives up on a closed port after its bounded attempts', async () => {
     const port = await closedPort();
     const started = Date.now();
-    const err = await failure(callInternal(`http://127.0.0.1:${port}/`, { timeoutMs: 1_000, attempts: 2 }));
+    // Each attempt's deadline is far longer than the bound below: giving up must come from the refused connections
+    // and the attempt budget (two attempts, one 250 ms pause), never from a deadline, however busy the machine is.
+    const err = await failure(callInternal(`http://127.0.0.1:${port}/`, { timeoutMs: 120_000, attempts: 2 }));
     assert.equal(err.kind, 'connect');
-    assert.ok(Date.now() - started < 2_000);
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < 60_000, `gave up after ${elapsed} ms: it waited for a deadline instead of the attempt budget`);
   });
 });

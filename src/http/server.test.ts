@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { request } from './client.js';
 import { App, ClientGone, HttpError, parseBody, type Listening } from './server.js';
 
+/** An upper bound on one loopback exchange: generous, so a busy machine is never mistaken for a broken server. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 describe('http server', () => {
   let listening: Listening;
   const errors: unknown[] = [];
@@ -35,7 +38,7 @@ describe('http server', () => {
   let served: App;
 
   it('sends a reply given as parts as their concatenation, over HTTP and in process, with its length', async () => {
-    const res = await request(`${listening.url}/parts`, { timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/parts`, { timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 200);
     assert.equal(res.headers['content-length'], '16');
     assert.equal(res.text(), '{"a":"é","b":2}');
@@ -51,7 +54,7 @@ describe('http server', () => {
   });
 
   it('answers an unknown path with 404 {"detail":"Not Found"}', async () => {
-    const res = await request(`${listening.url}/nowhere`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/nowhere`, { method: 'POST', json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 404);
     assert.deepEqual(res.json(), { detail: 'Not Found' });
   });
@@ -72,13 +75,13 @@ describe('http server', () => {
   });
 
   it('answers a known path with the wrong method with 405', async () => {
-    const res = await request(`${listening.url}/count`, { timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/count`, { timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 405);
     assert.deepEqual(res.json(), { detail: 'Method Not Allowed' });
   });
 
   it('answers an invalid body with 422 whose detail names the field', async () => {
-    const res = await request(`${listening.url}/count`, { json: { count: 'three' }, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/count`, { json: { count: 'three' }, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 422);
     const detail = (res.json() as { detail: Array<{ loc: unknown[]; msg: string }> }).detail;
     assert.deepEqual(detail[0]!.loc, ['body', 'count']);
@@ -86,25 +89,28 @@ describe('http server', () => {
   });
 
   it('answers a missing field with 422 naming it', async () => {
-    const res = await request(`${listening.url}/count`, { json: {}, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/count`, { json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 422);
     assert.deepEqual((res.json() as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc, ['body', 'count']);
   });
 
   it('accepts a valid body', async () => {
-    const res = await request(`${listening.url}/count`, { json: { count: 3 }, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/count`, { json: { count: 3 }, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json(), { count: 3 });
   });
 
   it('answers malformed JSON with 400 and the parser reason', async () => {
-    const res = await request(`${listening.url}/echo`, { jsonText: '{"a":', timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/echo`, { jsonText: '{"a":', timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 400);
     assert.match((res.json() as { detail: string }).detail, /not valid JSON/);
   });
 
   it('answers a body over the limit (declared length) with 413', async () => {
-    const res = await request(`${listening.url}/echo`, { json: { pad: 'x'.repeat(4096) }, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/echo`, {
+      json: { pad: 'x'.repeat(4096) },
+      timeoutMs: REQUEST_TIMEOUT_MS,
+    });
     assert.equal(res.status, 413);
     assert.match((res.json() as { detail: string }).detail, /too large/);
   });
@@ -125,28 +131,28 @@ describe('http server', () => {
   });
 
   it('answers an unexpected handler error with 500 and a JSON string naming it, and reports it', async () => {
-    const res = await request(`${listening.url}/boom`, { json: {}, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/boom`, { json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 500);
     assert.equal(res.json(), 'TypeError: bad thing');
     assert.ok(errors.some((err) => err instanceof TypeError && err.message === 'bad thing'));
   });
 
   it('turns an HttpError into its status with a {"detail"} body, not a 500', async () => {
-    const res = await request(`${listening.url}/teapot`, { json: {}, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/teapot`, { json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 418);
     assert.deepEqual(res.json(), { detail: 'short and stout' });
   });
 
   it('D19: a reply that cannot be encoded is a 500 for that request only, naming why; the server keeps serving', async () => {
     for (const path of ['/deep-reply', '/cyclic-reply']) {
-      const res = await request(`${listening.url}${path}`, { timeoutMs: 5_000 });
+      const res = await request(`${listening.url}${path}`, { timeoutMs: REQUEST_TIMEOUT_MS });
       assert.equal(res.status, 500, path);
       assert.match(res.json() as string, /the reply could not be built: (RangeError|TypeError)/, path);
     }
-    const res = await request(`${listening.url}/bad-header`, { timeoutMs: 5_000 });
+    const res = await request(`${listening.url}/bad-header`, { timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 500);
     assert.match(res.json() as string, /the reply could not be written/);
-    const after = await request(`${listening.url}/`, { timeoutMs: 2_000 });
+    const after = await request(`${listening.url}/`, { timeoutMs: REQUEST_TIMEOUT_MS });
     assert.deepEqual(after.json(), { status: 'ok' });
   });
 
@@ -157,11 +163,14 @@ describe('http server', () => {
     try {
       const deep = await request(`${server.url}/echo`, {
         jsonText: '['.repeat(521) + ']'.repeat(521),
-        timeoutMs: 2_000,
+        timeoutMs: REQUEST_TIMEOUT_MS,
       });
       assert.equal(deep.status, 400);
       assert.match((deep.json() as { detail: string }).detail, /nested deeper than 520 levels/);
-      const ok = await request(`${server.url}/echo`, { jsonText: '['.repeat(519) + ']'.repeat(519), timeoutMs: 2_000 });
+      const ok = await request(`${server.url}/echo`, {
+        jsonText: '['.repeat(519) + ']'.repeat(519),
+        timeoutMs: REQUEST_TIMEOUT_MS,
+      });
       assert.equal(ok.status, 200);
     } finally {
       await server.close();
@@ -176,7 +185,7 @@ describe('http server', () => {
     });
     const server = await app.listen(0, '127.0.0.1');
     try {
-      const res = await request(`${server.url}/missing`, { timeoutMs: 2_000 });
+      const res = await request(`${server.url}/missing`, { timeoutMs: REQUEST_TIMEOUT_MS });
       assert.equal(res.status, 404);
       assert.equal(res.headers['x-wrapped'], 'yes');
     } finally {

@@ -16,9 +16,20 @@ import { spawnService, type SpawnedService } from '../../test/support/examples.j
 
 /** tsx's loader from this checkout's dependencies: the project has no node_modules/tsx of its own here. */
 const TSX_LOADER = import.meta.resolve('tsx');
+/**
+ * The temp dir of every process these tests start: tsx keeps its cache in `$TMPDIR/tsx-<uid>`, which would outlive the
+ * tests in the shared temp dir. This one is removed when the test process exits.
+ */
+const CHILD_TMP = tempDir('tsgym-scaffold-tmp-');
 /** What the written files run under: no extra roots, so everything is found from the project and tsgym. */
-const PLAIN_ENV = { NEMO_GYM_EXTRA_ROOTS: undefined };
+const PLAIN_ENV = { NEMO_GYM_EXTRA_ROOTS: undefined, TMPDIR: CHILD_TMP };
 const hasPython = spawnSync('python3', ['--version']).status === 0;
+/**
+ * Upper bounds only, for a busy machine: a whole scaffold-to-rewards test (a few seconds on a quiet one), and a written
+ * service's start-up (tsx compiles it first).
+ */
+const WHOLE_RUN_MS = 300_000;
+const SERVICE_START_MS = 120_000;
 
 function emptyProject(): string {
   const dir = tempDir('tsgym-new-');
@@ -30,7 +41,7 @@ function emptyProject(): string {
 
 /** Run a written node:test file the way its header says (`node --import tsx --test …`), outside this test runner. */
 function runWrittenTest(dir: string, file: string): Promise<{ code: number | null; output: string }> {
-  const env = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: CHILD_TMP };
   delete env.NODE_TEST_CONTEXT; // else the child reports to this runner instead of running on its own
   const child = spawn(process.execPath, ['--import', TSX_LOADER, '--test', file], {
     cwd: dir,
@@ -88,7 +99,7 @@ const ENVIRONMENT_FILES = [
 describe('gym new environment', () => {
   test(
     'writes a skeleton whose test passes and whose solver collects at reward 1.0 on every example row',
-    { timeout: 120_000 },
+    { timeout: WHOLE_RUN_MS },
     async () => {
       const dir = emptyProject();
       const res = await runGym(['new', 'environment', 'trivia'], { cwd: dir, env: PLAIN_ENV });
@@ -109,13 +120,11 @@ describe('gym new environment', () => {
       const written = await runWrittenTest(dir, 'resources_servers/trivia/app.test.ts');
       assert.equal(written.code, 0, written.output);
 
-      const solver = spawnService(process.execPath, [
-        '--import',
-        TSX_LOADER,
-        path.join(dir, 'resources_servers/trivia/solver.ts'),
-        '--port',
-        '0',
-      ]);
+      const solver = spawnService(
+        process.execPath,
+        ['--import', TSX_LOADER, path.join(dir, 'resources_servers/trivia/solver.ts'), '--port', '0'],
+        { env: { ...process.env, TMPDIR: CHILD_TMP }, timeoutMs: SERVICE_START_MS },
+      );
       const rewards = await withService(solver, (url) =>
         collect(
           dir,
@@ -174,7 +183,7 @@ describe('gym new environment', () => {
 describe('gym new service', () => {
   test(
     'TypeScript: its test passes and it collects the counter tasks at reward 1.0',
-    { timeout: 120_000 },
+    { timeout: WHOLE_RUN_MS },
     async () => {
       const dir = emptyProject();
       const res = await runGym(['new', 'service', 'counter_bot'], { cwd: dir, env: PLAIN_ENV });
@@ -204,7 +213,7 @@ describe('gym new service', () => {
       const service = spawnService(
         process.execPath,
         ['--import', TSX_LOADER, path.join(dir, 'counter_bot/service.ts')],
-        { env: { ...process.env, PORT: '0' } },
+        { env: { ...process.env, PORT: '0', TMPDIR: CHILD_TMP }, timeoutMs: SERVICE_START_MS },
       );
       const rewards = await withService(service, (url) =>
         collect(dir, 'counter_bot', 'counter_bot/configs/counter_bot.yaml', 'counter_bot/data/example.jsonl', url),
@@ -215,7 +224,7 @@ describe('gym new service', () => {
 
   test(
     '--python: a standard-library service that collects the counter tasks at reward 1.0',
-    { skip: hasPython ? false : 'python3 is not installed', timeout: 120_000 },
+    { skip: hasPython ? false : 'python3 is not installed', timeout: WHOLE_RUN_MS },
     async () => {
       const dir = emptyProject();
       const res = await runGym(['new', 'service', 'py_bot', '--python'], { cwd: dir, env: PLAIN_ENV });
@@ -225,7 +234,10 @@ describe('gym new service', () => {
       assert.ok(!existsSync(path.join(dir, 'py_bot/service.ts')));
       assert.match(res.stdout, /python3 py_bot\/service\.py --port 9000/);
 
-      const service = spawnService('python3', [path.join(dir, 'py_bot/service.py'), '--port', '0']);
+      const service = spawnService('python3', [path.join(dir, 'py_bot/service.py'), '--port', '0'], {
+        env: { ...process.env, TMPDIR: CHILD_TMP },
+        timeoutMs: SERVICE_START_MS,
+      });
       const rewards = await withService(service, (url) =>
         collect(dir, 'py_bot', 'py_bot/configs/py_bot.yaml', 'py_bot/data/example.jsonl', url),
       );

@@ -5,6 +5,9 @@ import { request } from '../http/client.js';
 import type { Listening } from '../http/server.js';
 import { createHeadServer, type InstanceRecord } from './head-server.js';
 
+/** An upper bound on one loopback exchange: generous, so a busy machine is never mistaken for a broken server. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 const CONFIG = {
   head_server: { host: '127.0.0.1', port: 11000 },
   policy_api_key: 'sk-live-123',
@@ -68,7 +71,7 @@ describe('head server', () => {
   });
   after(() => listening.close());
 
-  const get = (path: string) => request(`${listening.url}${path}`, { timeoutMs: 2_000 });
+  const get = (path: string) => request(`${listening.url}${path}`, { timeoutMs: REQUEST_TIMEOUT_MS });
 
   it('answers GET / and GET /health with {"status":"ok"}', async () => {
     for (const path of ['/', '/health']) {
@@ -124,7 +127,7 @@ describe('head server', () => {
       '127.0.0.1',
     );
     try {
-      assert.deepEqual((await request(`${bare.url}/scrape_targets`, { timeoutMs: 2_000 })).json(), []);
+      assert.deepEqual((await request(`${bare.url}/scrape_targets`, { timeoutMs: REQUEST_TIMEOUT_MS })).json(), []);
     } finally {
       await bare.close();
     }
@@ -157,11 +160,15 @@ describe('head server', () => {
   });
 
   it('answers POST /shutdown first, then triggers the stop exactly once', async () => {
-    const res = await request(`${listening.url}/shutdown`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    const res = await request(`${listening.url}/shutdown`, { method: 'POST', json: {}, timeoutMs: REQUEST_TIMEOUT_MS });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json(), { status: 'shutting down' });
     await shutdown;
-    const again = await request(`${listening.url}/shutdown`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    const again = await request(`${listening.url}/shutdown`, {
+      method: 'POST',
+      json: {},
+      timeoutMs: REQUEST_TIMEOUT_MS,
+    });
     assert.deepEqual(again.json(), { status: 'already shutting down' });
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(shutdowns, 1);

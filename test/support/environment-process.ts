@@ -3,11 +3,12 @@
  * (the two config env vars, a free loopback port), with its output captured.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { findFreePort, serverEnv } from '../../src/config/index.js';
+import { tempDir } from './cli.js';
+import { eventually } from './wait.js';
 
 /** The kit's compiled entry as a file URL, for generated modules to import. */
 export const KIT_URL = pathToFileURL(fileURLToPath(new URL('../../src/environment/index.js', import.meta.url))).href;
@@ -20,13 +21,16 @@ export interface EnvironmentProcess {
   output(): { stdout: string; stderr: string };
 }
 
-/** Write `source` as `app.mjs` in a temp dir and run it as instance `name` with `config` as its config block. */
+/**
+ * Write `source` as `app.mjs` in a temp dir (removed when the test process exits) and run it as instance `name` with
+ * `config` as its config block.
+ */
 export async function startEnvironmentProcess(
   source: string,
   name: string,
   config: Record<string, unknown> = {},
 ): Promise<EnvironmentProcess> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-kit-'));
+  const dir = tempDir('tsgym-kit-');
   const app = path.join(dir, 'app.mjs');
   writeFileSync(app, source);
   const port = await findFreePort();
@@ -45,4 +49,28 @@ export async function startEnvironmentProcess(
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, url: `http://127.0.0.1:${port}`, dir, exited, output: () => ({ stdout, stderr }) };
+}
+
+/**
+ * Wait until the process has printed `text` on stdout (e.g. its listening line). Fails at once, with its output, if
+ * the process exits first; `timeoutMs` is only an upper bound for a machine that is very busy.
+ */
+export async function waitForOutput(proc: EnvironmentProcess, text: string, timeoutMs = 60_000): Promise<void> {
+  await eventually(
+    () => {
+      if (proc.output().stdout.includes(text)) return true;
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+        const { stdout, stderr } = proc.output();
+        throw new Error(
+          `the process exited (${proc.child.exitCode ?? proc.child.signalCode}) before printing ${JSON.stringify(text)}:\n${stdout}${stderr}`,
+        );
+      }
+      return false;
+    },
+    {
+      what: () => `${JSON.stringify(text)} on stdout (so far: ${JSON.stringify(proc.output())})`,
+      timeoutMs,
+      intervalMs: 20,
+    },
+  );
 }

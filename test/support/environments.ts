@@ -2,9 +2,8 @@
  * Fixtures shared by the environment tests: a scratch directory holding a fake server whose behaviour is chosen
  * in its config block, config files, and checks that no process was left behind.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
@@ -12,6 +11,7 @@ import { installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import type { InstanceRecord } from '../../src/server/head-server.js';
 import { waitUntilAnswering } from '../../src/http/readiness.js';
+import { tempDir } from './cli.js';
 
 /** What the fixture server does, set as `behaviour:` in its config block. */
 export type FixtureBehaviour =
@@ -67,9 +67,12 @@ export interface Scratch {
   remove(): void;
 }
 
-/** A temp dir with `resources_servers/fixture/app.mjs`, so configs may name impl `fixture`. */
+/**
+ * A temp dir with `resources_servers/fixture/app.mjs`, so configs may name impl `fixture`. It is removed when the test
+ * process exits (a failed test's too); `remove()` removes it sooner.
+ */
 export function makeScratch(): Scratch {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-env-'));
+  const dir = tempDir('tsgym-env-');
   const serverDir = path.join(dir, 'resources_servers', 'fixture');
   mkdirSync(serverDir, { recursive: true });
   writeFileSync(path.join(serverDir, 'app.mjs'), FIXTURE_SERVER);
@@ -150,15 +153,18 @@ export function occupyPort(): Promise<{ port: number; close(): Promise<void> }> 
   });
 }
 
-/** What the head server on `headPort` lists (one bounded call). */
+/** What the head server on `headPort` lists (one call, bounded generously: a busy machine is not a failure). */
 export async function serverInstances(headPort: number): Promise<InstanceRecord[]> {
   return (
-    await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 2_000 })
+    await request(`http://127.0.0.1:${headPort}/server_instances`, { timeoutMs: 30_000 })
   ).json() as InstanceRecord[];
 }
 
-/** Wait (bounded) until the head server on `headPort` and every server it lists answer; returns the servers. */
-export async function waitForEnvironment(headPort: number, timeoutMs = 20_000): Promise<InstanceRecord[]> {
+/**
+ * Wait until the head server on `headPort` and every server it lists answer; returns the servers. `timeoutMs` is only
+ * an upper bound, generous by default for a busy machine.
+ */
+export async function waitForEnvironment(headPort: number, timeoutMs = 60_000): Promise<InstanceRecord[]> {
   const polls = new AbortController();
   const timer = setTimeout(() => polls.abort(), timeoutMs);
   try {

@@ -48,7 +48,7 @@ describe('gym agent check <url>', () => {
   });
 
   test('--json (+json=true) prints the machine-readable report', async () => {
-    const { code, out } = await run(command([service.url], ['+json=true', '+timeout_secs=5', '+max_steps=6']));
+    const { code, out } = await run(command([service.url], ['+json=true', '+timeout_secs=60', '+max_steps=6']));
     assert.equal(code, 0);
     const report = JSON.parse(out) as {
       ok: boolean;
