@@ -7,7 +7,9 @@ set -uo pipefail
 run_tmp=$1
 found=0
 
-files=$(find "$run_tmp" -mindepth 1 -maxdepth 2 2>/dev/null | sort | head -n 50)
+# tsx-<uid> is tsx's compile cache, shared by every process of the run on purpose (not a test's leftover); it goes
+# with the run's temp dir.
+files=$(find "$run_tmp" -mindepth 1 -maxdepth 2 -not -path "$run_tmp/tsx-[0-9]*" 2>/dev/null | sort | head -n 50)
 if [ -n "$files" ]; then
   found=1
   echo "npm test: the tests left these in the temp dir (a test must remove what it makes, in an after hook, on failure too):" >&2
