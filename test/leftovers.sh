@@ -9,7 +9,7 @@ found=0
 
 # tsx-<uid> is tsx's compile cache, shared by every process of the run on purpose (not a test's leftover); it goes
 # with the run's temp dir.
-files=$(find "$run_tmp" -mindepth 1 -maxdepth 2 -not -path "$run_tmp/tsx-[0-9]*" 2>/dev/null | sort | head -n 50)
+files=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -not -path "$run_tmp/tsx-[0-9]*" 2>/dev/null | sort | head -n 200)
 if [ -n "$files" ]; then
   found=1
   echo "npm test: the tests left these in the temp dir (a test must remove what it makes, in an after hook, on failure too):" >&2
@@ -21,7 +21,8 @@ for environ in /proc/[0-9]*/environ; do
   pid=${environ#/proc/}
   pid=${pid%/environ}
   [ "$pid" = "$PPID" ] && continue
-  if tr '\0' '\n' <"$environ" 2>/dev/null | grep -qxF "TMPDIR=$run_tmp"; then leftover_pids+=("$pid"); fi
+  # A process may end between the listing and the read: its environ is then gone, which is not an error.
+  if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qxF "TMPDIR=$run_tmp"; then leftover_pids+=("$pid"); fi
 done
 if [ "${#leftover_pids[@]}" -gt 0 ]; then
   found=1

@@ -47,7 +47,7 @@ describe('the leftovers check after a test run', () => {
     const result = check(runTmp);
     assert.equal(result.status, 1);
     assert.match(result.stderr, /left these in the temp dir/);
-    assert.ok(result.stderr.includes(path.join(runTmp, 'tsgym-config-abc', 'gym.yaml')), result.stderr);
+    assert.ok(result.stderr.includes(`  ${path.join(runTmp, 'tsgym-config-abc')}\n`), result.stderr);
     assert.ok(result.stderr.includes(path.join(runTmp, 'stray.txt')), result.stderr);
   });
 
