@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { chmodSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { sandboxTestsUnavailable } from '../../test/support/sandbox.js';
@@ -10,6 +9,7 @@ import type { ConversationItem, DecideContext, FunctionTool } from '../../src/se
 import { runAgentCheck } from '../../src/check/agent-check.js';
 import { loadRowProbes } from '../../src/check/row-probes.js';
 import { REPO_ROOT } from '../../test/support/examples.js';
+import { tempDir } from '../../test/support/cli.js';
 import { createShellSolver, SCRIPTS, startShellSolver } from './index.js';
 
 const TOOLS: FunctionTool[] = ['run_command', 'read_file', 'write_file', 'list_dir'].map((name) => ({
@@ -91,10 +91,15 @@ describe('shell solver (scripted, no model)', () => {
     'gym quickstart --env shell: every example task solved in its sandbox, reward 1.0',
     { skip: sandboxTestsUnavailable() },
     async () => {
-      const cwd = mkdtempSync(path.join(os.tmpdir(), 'gym-quickstart-shell-'));
+      const cwd = tempDir('gym-quickstart-shell-');
+      // Its own temp dir, so the sandbox base dir the environment makes there by default (tsgym-shell/, kept between
+      // runs on a user's machine) goes with this test. Open to others: the sessions' uids pass through it.
+      const tmp = tempDir('gym-quickstart-shell-tmp-');
+      chmodSync(tmp, 0o755);
       const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
         const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'gym.js'), 'quickstart', '--env', 'shell'], {
           cwd,
+          env: { ...process.env, TMPDIR: tmp },
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let stdout = '';

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import {
   sandboxesGauge,
   sandboxTestsUnavailable,
 } from '../../test/support/sandbox.js';
+import { tempDir } from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
@@ -82,7 +82,7 @@ const verifyBody = (row: Record<string, unknown>) => ({
   response: placeholderResponse(),
 });
 const status = async (url: string): Promise<ShellStatus> =>
-  (await request(`${url}/`, { timeoutMs: 5000 })).json() as ShellStatus;
+  (await request(`${url}/`, { timeoutMs: 30_000 })).json() as ShellStatus;
 
 describe('shell environment over HTTP', { skip: unavailable }, () => {
   let url: string;
@@ -90,7 +90,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
   let baseDir: string;
 
   before(async () => {
-    baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-env-test-'));
+    baseDir = tempDir('tsgym-shell-env-test-');
     const running = await createShellServer(
       shellSettings({ sandbox_base_dir: baseDir, limits: { command_wall_secs: 10 } }, 'shell'),
     );
@@ -146,7 +146,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     assert.equal('task' in verified, false, 'the hidden check is dropped from the verify response (C4)');
     await eventually(async () => (await status(url)).sandboxes_live === 0, {
       what: 'verify destroys the sandbox',
-      timeoutMs: 5000,
+      timeoutMs: 60_000,
       intervalMs: 50,
     });
     assert.equal(await sandboxesGauge(url), 0, 'the gauge follows the destroyed sandbox');
@@ -269,7 +269,7 @@ async function startEnvProcess(
   const listening = await Promise.race([
     eventually(() => /listening on/.test(printed), {
       what: 'the listening line',
-      timeoutMs: 15_000,
+      timeoutMs: 60_000,
       intervalMs: 50,
     }).then(
       () => true,
@@ -282,10 +282,7 @@ async function startEnvProcess(
 
 describe('shell environment process', { skip: unavailable }, () => {
   test('refuses to start, naming what is missing, when bubblewrap is not there — never runs unsandboxed', async () => {
-    const env = await startEnvProcess(
-      { sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nobwrap-')) },
-      { PATH: '/nonexistent' },
-    );
+    const env = await startEnvProcess({ sandbox_base_dir: tempDir('tsgym-shell-nobwrap-') }, { PATH: '/nonexistent' });
     assert.equal(await env.exited, 1);
     assert.match(
       env.output(),
@@ -298,11 +295,7 @@ describe('shell environment process', { skip: unavailable }, () => {
     'as any user but root it refuses in one paragraph saying it needs root and how to start it — never runs unsandboxed',
     { skip: readableBy(NOBODY, APP) ? false : 'this checkout is out of reach of an unprivileged user' },
     async () => {
-      const env = await startEnvProcess(
-        { sandbox_base_dir: mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-nonroot-')) },
-        process.env,
-        NOBODY,
-      );
+      const env = await startEnvProcess({ sandbox_base_dir: tempDir('tsgym-shell-nonroot-') }, process.env, NOBODY);
       assert.equal(await env.exited, 1);
       assert.match(
         env.output(),
@@ -322,7 +315,7 @@ describe('shell environment process', { skip: unavailable }, () => {
   });
 
   test('a SIGKILLed collector leaks nothing: its sessions expire and their sandboxes are destroyed', async () => {
-    const baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-expiry-'));
+    const baseDir = tempDir('tsgym-shell-expiry-');
     const env = await startEnvProcess({ sandbox_base_dir: baseDir, session_idle_timeout_secs: 1 });
     try {
       // The "collector": seeds three sessions, starts a long command in one, and is killed mid-rollout.
@@ -333,7 +326,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       collector.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
       await eventually(() => said.includes('seeded'), {
         what: 'the collector seeded its sessions',
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
         intervalMs: 50,
       });
       assert.equal((await status(env.url)).sandboxes_live, 3);
@@ -341,7 +334,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       collector.kill('SIGKILL');
       await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
         what: 'every sandbox is destroyed after expiry',
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
         intervalMs: 50,
       });
       assert.equal(await sandboxesGauge(env.url), 0, 'expired sessions leave the gauge');
@@ -350,7 +343,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
       await eventually(() => pidsMentioning(baseDir).length === 0, {
         what: 'no sandbox process is left',
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
         intervalMs: 50,
       });
     } finally {
@@ -361,14 +354,18 @@ describe('shell environment process', { skip: unavailable }, () => {
   });
 
   test('a SIGKILLed environment leaves no sandbox process; the next start removes its dirs and mounts', async () => {
-    const baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-killed-'));
+    const baseDir = tempDir('tsgym-shell-killed-');
     const first = await startEnvProcess({ sandbox_base_dir: baseDir });
     const cgroup: string | null = (await status(first.url)).memory_cgroup;
     try {
       const sessions = [new Session(first.url), new Session(first.url)];
       for (const session of sessions) await session.call('seed_session', { task_dir: 'csv-transform' });
       void sessions[0]!.post('run_command', { command: 'sleep 25' }).catch(() => undefined);
-      await eventually(() => processRunning('sleep 25'), { what: 'the command runs', timeoutMs: 5000, intervalMs: 50 });
+      await eventually(() => processRunning('sleep 25'), {
+        what: 'the command runs',
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      });
     } finally {
       first.child.kill('SIGKILL');
       await first.exited;
@@ -380,7 +377,7 @@ describe('shell environment process', { skip: unavailable }, () => {
     const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);
     await eventually(gone, {
       what: 'bwrap --die-with-parent takes the running sandbox down with the environment',
-      timeoutMs: 5000,
+      timeoutMs: 60_000,
       intervalMs: 50,
     });
 
@@ -399,7 +396,7 @@ describe('shell environment process', { skip: unavailable }, () => {
   });
 
   test('32 sessions at once, each in its own sandbox', async () => {
-    const baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-shell-32-'));
+    const baseDir = tempDir('tsgym-shell-32-');
     const env = await startEnvProcess({ sandbox_base_dir: baseDir });
     try {
       assert.equal(await sandboxesGauge(env.url), 0, 'no sandbox before the first seed (the self-test left none)');
@@ -430,7 +427,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       );
       await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
         what: 'every sandbox is destroyed after verify',
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
         intervalMs: 50,
       });
       assert.equal(await sandboxesGauge(env.url), 0);

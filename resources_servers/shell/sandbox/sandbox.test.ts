@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openSandboxHost, type SandboxHost } from './host.js';
@@ -10,6 +9,7 @@ import { systemBinds } from './bwrap-args.js';
 import type { LimitName } from './limits.js';
 import type { Sandbox } from './sandbox.js';
 import { mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
+import { tempDir } from '../../../test/support/cli.js';
 import { eventually } from '../../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
@@ -22,7 +22,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   let b: Sandbox;
 
   before(async () => {
-    baseDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-test-'));
+    baseDir = tempDir('tsgym-sandbox-test-');
     host = await openSandboxHost({
       baseDir,
       limits: {
@@ -118,7 +118,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       assert.equal(result.stdout, 'started\n');
       await eventually(() => pidsOfUid(a.uid).length === 0, {
         what: 'background processes are killed with the command',
-        timeoutMs: 3000,
+        timeoutMs: 30_000,
         intervalMs: 50,
       });
     });
@@ -126,60 +126,72 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
 
   describe('containment', () => {
     test('a fork bomb hits the processes limit while another session keeps answering', async () => {
-      const bomb = a.runCommand('b(){ b|b& }; b; sleep 2', { timeoutSecs: 5 });
-      // A head start only, as before: what follows holds whether or not the bomb has grown this far in time.
+      // The bomb's shell outlives its tree's growth by 10 s, so the other session is asked while the bomb holds the
+      // limit, however slowly a loaded machine starts the other sandbox.
+      const bomb = a.runCommand('b(){ b|b& }; b; sleep 10', { timeoutSecs: 20 });
+      let bombEnded = false;
+      void bomb.then(
+        () => (bombEnded = true),
+        () => (bombEnded = true),
+      );
       await eventually(() => pidsOfUid(a.uid).length >= 10, {
-        what: 'the bomb has 10 processes',
-        timeoutMs: 3000,
-        intervalMs: 50,
-      }).catch(() => undefined);
-      const started = performance.now();
+        what: () => `the bomb has 10 processes (it has ${pidsOfUid(a.uid).length})`,
+        timeoutMs: 60_000,
+        intervalMs: 20,
+      });
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
-      assert.ok(
-        performance.now() - started < 3000,
-        `the other session answered in ${Math.round(performance.now() - started)} ms`,
-      );
+      assert.ok(!bombEnded, 'the other session answered while the bomb still ran');
       assert.ok(pidsOfUid(a.uid).length <= 24 + 2, 'never more processes than the limit');
       const result = await bomb;
       assert.equal(result.limit_exceeded, 'processes');
       assert.match(result.stderr, /processes limit \(24 processes per session\)/);
       await eventually(() => pidsOfUid(a.uid).length === 0, {
         what: 'the bomb is gone after the command',
-        timeoutMs: 3000,
+        timeoutMs: 30_000,
         intervalMs: 50,
       });
     });
 
     test('the processes limit is one for the whole session: two bombs at once share it, and a command started at it is told why', async () => {
       const limit = 24 + 2; // one command's 24, plus its bwrap monitor and launcher
-      // The bombs' shells outlive their trees' growth by 4 s, so the limit is reached even on a loaded machine.
-      const bombs = [1, 2].map(() => a.runCommand('b(){ b|b& }; b; sleep 4', { timeoutSecs: 8 }));
-      let running = true;
-      void Promise.allSettled(bombs).then(() => (running = false));
       // Sampled for as long as the bombs run: with a cap per command instead of per session they would hold about
       // twice the limit (47 of 26 seen). At the cap the count churns (forks refused, shells exiting), and a loaded
-      // machine samples it less often, so how high a sample gets varies; a command is started once it is high.
-      let most = 0;
-      let late: ReturnType<Sandbox['runCommand']> | undefined;
-      while (running) {
-        most = Math.max(most, pidsOfUid(a.uid).length);
-        if (!late && most >= limit - 6) late = a.runCommand('echo started');
-        await new Promise((resolve) => setTimeout(resolve, 20));
+      // machine samples it less often, so how high a sample gets varies; a command is started once it is high. The
+      // bombs' shells outlive their trees' growth by 10 s, and a try whose samples never saw the bombs grow is made
+      // again (three tries at most): a run that never saw them grow fails, since it tested nothing.
+      const attempts: number[] = [];
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const bombs = [1, 2].map(() => a.runCommand('b(){ b|b& }; b; sleep 10', { timeoutSecs: 20 }));
+        let running = true;
+        void Promise.allSettled(bombs).then(() => (running = false));
+        let most = 0;
+        let late: ReturnType<Sandbox['runCommand']> | undefined;
+        while (running) {
+          most = Math.max(most, pidsOfUid(a.uid).length);
+          if (!late && most >= limit - 6) late = a.runCommand('echo started');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const results = await Promise.all(bombs);
+        const started = await late;
+        await eventually(() => pidsOfUid(a.uid).length === 0, {
+          what: 'the bombs are gone',
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        });
+        attempts.push(most);
+        if (most < 12) continue;
+        for (const result of results) assert.equal(result.limit_exceeded, 'processes');
+        assert.ok(most <= limit, `at most ${limit} processes of the session's uid at once, saw ${most}`);
+        if (started && started.stdout !== 'started\n') {
+          assert.equal(started.limit_exceeded, 'processes', JSON.stringify(started));
+          assert.match(started.stderr, /processes limit \(24 processes per session\)/);
+        }
+        return;
       }
-      assert.ok(most >= 12, `the bombs never grew (at most ${most} processes at once): nothing was tested`);
-      for (const result of await Promise.all(bombs)) assert.equal(result.limit_exceeded, 'processes');
-      assert.ok(most <= limit, `at most ${limit} processes of the session's uid at once, saw ${most}`);
-      const started = await late;
-      if (started && started.stdout !== 'started\n') {
-        assert.equal(started.limit_exceeded, 'processes', JSON.stringify(started));
-        assert.match(started.stderr, /processes limit \(24 processes per session\)/);
-      }
-      await eventually(() => pidsOfUid(a.uid).length === 0, {
-        what: 'the bombs are gone',
-        timeoutMs: 3000,
-        intervalMs: 50,
-      });
+      assert.fail(
+        `the bombs never grew past 12 processes in ${attempts.length} tries (most seen: ${attempts.join(', ')}): nothing was tested`,
+      );
     });
 
     test('a memory hog hits the memory limit while another session keeps answering', async () => {
@@ -198,7 +210,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   describe('session memory', () => {
     test('all the processes of a session together hit the session_memory limit (memory cgroup), each one within RLIMIT_AS', async (t) => {
       if (!host.memory) return t.skip(`no writable memory cgroup here: ${host.sessionMemoryMechanism}`);
-      const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-memory-'));
+      const scratch = tempDir('tsgym-sandbox-memory-');
       const tight = await openSandboxHost({
         baseDir: scratch,
         limits: { memoryBytes: 512 * MIB, sessionMemoryBytes: 96 * MIB },
@@ -274,7 +286,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     });
 
     test('session budgets: once used up, later commands are refused and name the budget', async () => {
-      const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsgym-sandbox-budgets-'));
+      const scratch = tempDir('tsgym-sandbox-budgets-');
       const short = await openSandboxHost({ baseDir: scratch, limits: { sessionWallSecs: 1 } });
       const frugal = await openSandboxHost({
         baseDir: scratch,
@@ -347,7 +359,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // A head start only, as before: what follows holds whether or not the sleep is up in time.
       await eventually(() => pidsOfUid(sandbox.uid).length >= 2, {
         what: 'the sleep runs',
-        timeoutMs: 3000,
+        timeoutMs: 30_000,
         intervalMs: 50,
       }).catch(() => undefined);
       assert.equal(mountsUnder(sandbox.dir).length, 1);
@@ -357,17 +369,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       assert.deepEqual(mountsUnder(sandbox.dir), []);
       await eventually(() => pidsOfUid(sandbox.uid).length === 0, {
         what: "the sandbox's processes are gone",
-        timeoutMs: 3000,
+        timeoutMs: 30_000,
         intervalMs: 50,
       });
       await assert.rejects(sandbox.runCommand('true'), /destroyed/);
     });
 
-    test("start-up removes a dead owner's work dirs and mounts, never a live one's", async () => {
-      const dir = path.join(os.tmpdir(), `tsgym-stale-test-${process.pid}`);
+    test("start-up removes a dead owner's work dirs and mounts, never a live one's", async (t) => {
+      const dir = tempDir('tsgym-stale-test-');
       const strayUid = 1_999_999_001;
       const dead = path.join(dir, 'owner-999999999-1-1', `s${strayUid}`, 'work');
       mkdirSync(dead, { recursive: true });
+      // Should the host not remove it, the test does (before tempDir's removal at exit, which a mount would stop).
+      t.after(() => spawnSync('umount', ['-l', dead], { stdio: 'ignore' }));
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tsgym-shell', dead]);
       writeFileSync(path.join(dead, 'left.txt'), 'left behind');
       // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
@@ -378,7 +392,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       );
       await eventually(() => pidsOfUid(strayUid).length === 1, {
         what: 'the straggler runs as its uid',
-        timeoutMs: 3000,
+        timeoutMs: 30_000,
         intervalMs: 50,
       });
       const second = await openSandboxHost({ baseDir: dir });
@@ -386,7 +400,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         assert.equal(second.staleRemoved, 1);
         await eventually(() => straggler.signalCode === 'SIGKILL', {
           what: "the dead owner's straggler is killed",
-          timeoutMs: 3000,
+          timeoutMs: 30_000,
           intervalMs: 50,
         });
         assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
@@ -400,7 +414,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     });
 
     test('a base dir the sessions cannot reach is refused at start-up in one paragraph naming the dir, its mode and the fix', async () => {
-      const closed = mkdtempSync(path.join(os.tmpdir(), 'tsgym-closed-'));
+      const closed = tempDir('tsgym-closed-');
       await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'deeper', 'base') }), (err: Error) => {
         assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
         assert.match(
