@@ -116,7 +116,11 @@ describe('startEnvironment', () => {
       // Each server learned its own name from NEMO_GYM_CONFIG_PATH; its lines are prefixed and logged.
       assert.match(out.text, /^\(alpha\) fixture alpha starting as serve$/m);
       assert.match(out.text, /^\(beta\) fixture beta starting as serve$/m);
-      assert.match(readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8'), /^fixture alpha starting as serve$/m);
+      // The supervisor appends a line to the log file after passing it on: waited for, not assumed.
+      await eventually(
+        () => /^fixture alpha starting as serve$/m.test(readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8')),
+        { what: "alpha.log to hold the server's first line", timeoutMs: 30_000, intervalMs: 20 },
+      );
     } finally {
       await running.stop();
     }
@@ -211,7 +215,14 @@ describe('startEnvironment', () => {
       assert.equal((await request(`${url}/`, { timeoutMs: 2_000 })).status, 200);
       assert.ok(isAlive(running.instances[1]!.pid!), 'the other server was touched');
       // The restarted server logs to the same file.
-      assert.equal(readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8').match(/starting as serve/g)?.length, 2);
+      const starts = (): number =>
+        readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8').match(/starting as serve/g)?.length ?? 0;
+      await eventually(() => starts() >= 2, {
+        what: 'alpha.log to hold both starts',
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      });
+      assert.equal(starts(), 2);
     } finally {
       await running.stop();
     }
