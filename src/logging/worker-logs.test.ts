@@ -29,7 +29,7 @@ function parsedLines(text: string, where: string): Array<Record<string, unknown>
     });
 }
 
-test('gym worker and a queued gym eval run log JSON lines, rollouts by trace id', { timeout: 45_000 }, async () => {
+test('gym worker and a queued gym eval run log JSON lines, rollouts by trace id', { timeout: 240_000 }, async () => {
   const server = await startRedis();
   closers.push(() => server.kill());
   const agent = await startFakeAgent('alpha', async (row) => fakeReply.success(row, 1));
@@ -52,7 +52,10 @@ test('gym worker and a queued gym eval run log JSON lines, rollouts by trace id'
   closers.push(async () => {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
   });
-  await eventually(() => /connected to/.test(worker.stderr()), { what: 'the worker to connect' });
+  await eventually(() => /connected to/.test(worker.stderr()), {
+    what: () => `the worker to connect: ${worker.stderr()}`,
+    timeoutMs: 60_000,
+  });
   const run = await runGym(
     ['eval', 'run', '--no-serve', '-i', 'in.jsonl', '-o', 'out/r.jsonl', '--queue', server.url, '--log-format', 'json'],
     { cwd: dir },

@@ -26,12 +26,14 @@ const SECOND_KEY = 'counter_b.resources_servers.example_session_state_mgmt';
 const PYTHON_KEY = 'python_env.resources_servers.python_stdlib_example';
 const ADVERTISED = '127.0.0.2';
 const PAIR = 'example_session_state_mgmt_resources_server+remote_agent';
+/** Upper bound of every wait for a start or a scrape that takes a second or so on a quiet machine. */
+const WAIT_MS = 60_000;
 
 let service: ScriptedService;
 let env: RunningGym;
 let redis: RedisProcess;
 let worker: RunningGym;
-let prometheus: ChildProcess;
+let prometheus: ChildProcess | undefined;
 let promUrl: string;
 let dir: string;
 let ports: { head: number; agent: number; environment: number; second: number; python: number; worker: number };
@@ -68,19 +70,24 @@ before(async () => {
       `++${PYTHON_KEY}.domain=other`,
       `++${PYTHON_KEY}.port=${ports.python}`,
     ],
-    { cwd: process.cwd() },
+    { cwd: dir },
   );
   let stdout = '';
   env.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  await eventually(() => /servers ready/.test(stdout) || env.child.exitCode !== null, { what: 'gym env start' });
+  await eventually(() => /servers ready/.test(stdout) || env.child.exitCode !== null, {
+    what: () => `gym env start: ${stdout}${env.stderr()}`,
+    timeoutMs: WAIT_MS,
+    intervalMs: 50,
+  });
   assert.equal(env.child.exitCode, null, env.stderr());
   redis = await startRedis();
   worker = spawnGym(
     ['worker', '--queue', redis.url, ...common, '--metrics-port', String(ports.worker), '+worker_drain_secs=5'],
-    { cwd: process.cwd() },
+    { cwd: dir },
   );
   await eventually(() => /worker metrics on/.test(worker.stderr()) || worker.child.exitCode !== null, {
     what: () => `gym worker's metrics listener; stderr: ${worker.stderr()}`,
+    timeoutMs: WAIT_MS,
   });
   assert.equal(worker.child.exitCode, null, worker.stderr());
 
@@ -108,6 +115,8 @@ before(async () => {
   );
   await eventually(async () => (await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.ok === true, {
     what: 'Prometheus ready',
+    timeoutMs: WAIT_MS,
+    intervalMs: 100,
   });
 
   const run = await runGym(
@@ -125,13 +134,18 @@ before(async () => {
       '-o',
       path.join(dir, 'out/rollouts.jsonl'),
     ],
-    { cwd: process.cwd() },
+    { cwd: dir },
   );
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
 });
 
 after(async () => {
-  prometheus?.kill('SIGTERM');
+  // Prometheus is gone before its storage directory is removed (at exit, with the test's temp directory).
+  if (prometheus && prometheus.exitCode === null && prometheus.signalCode === null) {
+    const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
+    prometheus.kill('SIGTERM');
+    await exited;
+  }
   if (worker && worker.child.exitCode === null) {
     worker.child.kill('SIGINT');
     await worker.result;
@@ -177,12 +191,24 @@ test('the head server lists one target per process serving /metrics, with bounde
 
 test('Prometheus discovers the servers through http_sd_configs; its query API returns the run', async () => {
   const pair = `{server="${PAIR}"}`;
-  // Wait until the last scrape of the co-located process has seen the whole run.
+  // Wait until the last scrape of the co-located process has seen the whole run: every rollout finished (the failed
+  // one too, which may well finish last) and none in flight, so no scrape from during the run is read below.
+  let seen = '';
   await eventually(
-    async () =>
-      (await latest(`gym_agent_rollouts_finished_total${pair}`)).get('outcome_class=completed') === 4 &&
-      (await latest(`gym_env_requests_total${pair}`)).get('route=verify,status_class=2xx') === 4,
-    { what: 'the run in Prometheus', timeoutMs: 20_000, intervalMs: 200 },
+    async () => {
+      const finished = await latest(`gym_agent_rollouts_finished_total${pair}`);
+      const inFlight = await latest(`gym_agent_rollouts_in_flight${pair}`);
+      const env = await latest(`gym_env_requests_total${pair}`);
+      seen = JSON.stringify([...finished, ...inFlight, ...env]);
+      return (
+        finished.get('outcome_class=completed') === 4 &&
+        finished.get('outcome_class=remote_agent_error') === 1 &&
+        inFlight.get('') === 0 &&
+        env.get('route=seed,status_class=2xx') === 5 &&
+        env.get('route=verify,status_class=2xx') === 4
+      );
+    },
+    { what: () => `the run in Prometheus; last seen ${seen}`, timeoutMs: WAIT_MS, intervalMs: 200 },
   );
   const targets = (await (await fetch(`${promUrl}/api/v1/targets?state=active`)).json()) as {
     data: { activeTargets: Array<{ labels: Record<string, string>; health: string }> };
@@ -213,7 +239,7 @@ test('Prometheus discovers the servers through http_sd_configs; its query API re
   // (A scrape is counted once answered, so the first one shows none: wait for a later one.)
   await eventually(async () => (await latest('gym_env_requests_total{server="counter_b"}')).size > 0, {
     what: "the second environment's own requests",
-    timeoutMs: 10_000,
+    timeoutMs: WAIT_MS,
     intervalMs: 200,
   });
   const second = await latest('gym_env_requests_total{server="counter_b"}');
@@ -223,7 +249,7 @@ test('Prometheus discovers the servers through http_sd_configs; its query API re
   // that target's series go stale until the next), so ask over a window, not of the latest scrape.
   await eventually(async () => (await query('count(max_over_time(up[1m]) == 1)')).get('') === 3, {
     what: 'a successful scrape of each of the three targets',
-    timeoutMs: 10_000,
+    timeoutMs: WAIT_MS,
     intervalMs: 200,
   });
   assert.equal((await query('count(last_over_time(process_resident_memory_bytes[1m]))')).get(''), 3);
@@ -255,9 +281,20 @@ test('Prometheus discovers the servers through http_sd_configs; its query API re
 
 test("Prometheus scrapes gym worker's /metrics as a static target; it returns the worker's jobs", async () => {
   const worker = '{job="tsgym_worker"}';
+  // Every job of the run finished in the last scrape read (the failed one may finish last), none in flight.
+  let seen = '';
   await eventually(
-    async () => (await latest(`gym_worker_jobs_finished_total${worker}`)).get('outcome_class=completed') === 4,
-    { what: "the worker's jobs in Prometheus", timeoutMs: 20_000, intervalMs: 200 },
+    async () => {
+      const finished = await latest(`gym_worker_jobs_finished_total${worker}`);
+      const inFlight = await latest(`gym_worker_jobs_in_flight${worker}`);
+      seen = JSON.stringify([...finished, ...inFlight]);
+      return (
+        finished.get('outcome_class=completed') === 4 &&
+        finished.get('outcome_class=remote_agent_error') === 1 &&
+        inFlight.get('') === 0
+      );
+    },
+    { what: () => `the worker's jobs in Prometheus; last seen ${seen}`, timeoutMs: WAIT_MS, intervalMs: 200 },
   );
   assert.deepEqual([...(await latest(`gym_worker_jobs_finished_total${worker}`))].sort(), [
     ['outcome_class=completed', 4],

@@ -21,6 +21,8 @@ import { eventually, gate } from '../../test/support/wait.js';
 const AGENT_KEY = 'remote_agent.responses_api_agents.remote_agent';
 const ENV_KEY = 'example_session_state_mgmt_resources_server.resources_servers.example_session_state_mgmt';
 const INPUT = path.resolve('resources_servers/example_session_state_mgmt/data/example.jsonl');
+/** Upper bound of every wait for a start or a state that takes a second or so on a quiet machine. */
+const WAIT_MS = 60_000;
 
 const hold = gate();
 let firstSteps = 0;
@@ -57,11 +59,15 @@ before(async () => {
       `++${AGENT_KEY}.port=${await findFreePort()}`,
       `++${ENV_KEY}.port=${await findFreePort()}`,
     ],
-    { cwd: process.cwd() },
+    { cwd: dir },
   );
   let stdout = '';
   env.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  await eventually(() => /servers ready/.test(stdout) || env.child.exitCode !== null, { what: 'gym env start' });
+  await eventually(() => /servers ready/.test(stdout) || env.child.exitCode !== null, {
+    what: () => `gym env start: ${stdout}${env.stderr()}`,
+    timeoutMs: WAIT_MS,
+    intervalMs: 50,
+  });
   assert.equal(env.child.exitCode, null, env.stderr());
 
   worker = spawnGym(
@@ -81,7 +87,9 @@ before(async () => {
   );
   await eventually(() => /worker metrics on (\S+)/.test(worker.stderr()) || worker.child.exitCode !== null, {
     what: () => `the worker's metrics line; stderr: ${worker.stderr()}`,
+    timeoutMs: WAIT_MS,
   });
+  assert.equal(worker.child.exitCode, null, worker.stderr());
   metricsUrl = /worker metrics on (\S+)/.exec(worker.stderr())![1]!;
 });
 
@@ -116,7 +124,7 @@ async function scrape(): Promise<Map<string, number>> {
 const finishedSeries = (samples: Map<string, number>): Array<[string, number]> =>
   [...samples].filter(([key]) => key.startsWith('gym_worker_jobs_finished_total')).sort();
 
-test("the worker's /metrics counts the jobs of a queued run, during and after it", async () => {
+test("the worker's /metrics counts the jobs of a queued run, during and after it", async (t) => {
   const idle = await scrape();
   assert.equal(idle.get('gym_worker_jobs_in_flight'), 0);
   assert.deepEqual(finishedSeries(idle), [], 'no job finished yet');
@@ -142,11 +150,14 @@ test("the worker's /metrics counts the jobs of a queued run, during and after it
     ],
     { cwd: dir },
   );
+  t.after(() => {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+  });
   try {
     // All 5 rollouts are held at their first service call: 5 jobs in flight, none finished.
     await eventually(async () => firstSteps === 5 && (await scrape()).get('gym_worker_jobs_in_flight') === 5, {
       what: () => `5 jobs in flight (${firstSteps} first steps at the service); collector: ${run.stderr()}`,
-      timeoutMs: 20_000,
+      timeoutMs: WAIT_MS,
       intervalMs: 50,
     });
     assert.deepEqual(finishedSeries(await scrape()), []);

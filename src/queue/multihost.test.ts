@@ -4,7 +4,8 @@
  * inside them. h1 runs Redis and the producer (`gym eval run --no-serve --queue`, no environment: nothing on h1 but
  * Redis listens); h2 and h3 each run the counter environment with the remote agent (`gym env start`, head server on
  * the host's own address), the counter-planner service and a `gym worker`. A quarter of the way in, h3 loses power:
- * its link goes down and every process in it is SIGKILLed. Every rollout lands exactly once, both workers delivered,
+ * its link goes down and every process in it is SIGKILLed, while its worker surely holds jobs (h3 is frozen first and
+ * looked at; thawed and looked at again until it does). Every rollout lands exactly once, both workers delivered,
  * h3's jobs run on h2 within seconds (the figure is printed), and the aggregate file equals a direct run's from h1
  * against h2's head server (whose advertised addresses must work from h1). Skipped unless root with `ip`
  * (iproute2) and redis-server; every namespace (random suffix) and process is removed, also on failure.
@@ -25,6 +26,8 @@ const DATA = path.join(ROOT, 'resources_servers/example_session_state_mgmt/data/
 const SERVICE = path.join(ROOT, 'dist/examples/counter-planner/service.js');
 const REPEATS = 40;
 const TOTAL = 5 * REPEATS;
+/** Upper bound of every wait for something that takes a second or so on a quiet machine. */
+const WAIT_MS = 90_000;
 
 function ip(args: string[]): string {
   const result = spawnSync('ip', args, { encoding: 'utf8', timeout: 10_000 });
@@ -44,15 +47,40 @@ const NS = { h1: `tsgym-h1-${suffix}`, h2: `tsgym-h2-${suffix}`, h3: `tsgym-h3-$
 const created: string[] = [];
 const children: ChildProcess[] = [];
 
-function killNamespace(ns: string): void {
+function signalNamespace(ns: string, signal: NodeJS.Signals): void {
   const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout ?? '';
   for (const pid of pids.split(/\s+/).filter(Boolean)) {
     try {
-      process.kill(Number(pid), 'SIGKILL');
+      process.kill(Number(pid), signal);
     } catch {
       // already gone
     }
   }
+}
+
+function killNamespace(ns: string): void {
+  signalNamespace(ns, 'SIGKILL');
+}
+
+/** How many jobs worker `consumer` holds (pending, not yet answered), asked of h1's Redis from inside h1. */
+function jobsHeldBy(consumer: string): number {
+  const script = `import { Redis } from 'ioredis';
+const client = new Redis('redis://127.0.0.1:6379');
+let held = 0;
+for (const key of await client.keys('tsgym:run:*:rollouts:jobs'))
+  held += (await client.call('XPENDING', key, 'workers', '-', '+', 1000, ${JSON.stringify(consumer)})).length;
+console.log(held);
+client.disconnect();`;
+  const result = spawnSync('ip', ['netns', 'exec', NS.h1, process.execPath, '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const held = Number(result.stdout.trim());
+  if (result.status !== 0 || !Number.isInteger(held)) {
+    throw new Error(`asking Redis for ${consumer}'s jobs failed: ${result.stderr || result.error?.message}`);
+  }
+  return held;
 }
 
 function teardown(): void {
@@ -125,10 +153,14 @@ async function environmentHost(name: 'h2' | 'h3', subnet: number): Promise<{ wor
     ],
     dir,
   );
-  await eventually(() => /listening on/.test(service.out()), { what: () => `${name}'s service: ${service.out()}` });
+  await eventually(() => /listening on/.test(service.out()), {
+    what: () => `${name}'s service: ${service.out()}`,
+    timeoutMs: WAIT_MS,
+    intervalMs: 50,
+  });
   await eventually(() => /servers ready/.test(env.out()), {
     what: () => `${name}'s environment: ${env.out()}`,
-    timeoutMs: 30_000,
+    timeoutMs: WAIT_MS,
     intervalMs: 50,
   });
   const worker = gym(
@@ -146,7 +178,7 @@ async function environmentHost(name: 'h2' | 'h3', subnet: number): Promise<{ wor
   );
   await eventually(() => /connected to/.test(worker.out()), {
     what: () => `${name}'s worker: ${worker.out()}`,
-    timeoutMs: 20_000,
+    timeoutMs: WAIT_MS,
     intervalMs: 50,
   });
   return { worker };
@@ -156,7 +188,7 @@ const reason = skipReason();
 
 test(
   'three hosts: a producer with Redis alone, two environment hosts, one dies midway',
-  { skip: reason ?? false, timeout: 180_000 },
+  { skip: reason ?? false, timeout: 600_000 },
   async (t) => {
     try {
       makeHosts();
@@ -182,7 +214,11 @@ test(
       ],
       redisDir,
     );
-    await eventually(() => /Ready to accept connections/.test(server.out()), { what: () => `Redis: ${server.out()}` });
+    await eventually(() => /Ready to accept connections/.test(server.out()), {
+      what: () => `Redis: ${server.out()}`,
+      timeoutMs: WAIT_MS,
+      intervalMs: 50,
+    });
 
     const [h2, h3] = await Promise.all([environmentHost('h2', 2), environmentHost('h3', 3)]);
     const dir = tempDir('tsgym-multihost-producer-');
@@ -209,7 +245,7 @@ test(
     const rollouts = path.join(dir, 'out/r.jsonl');
     await eventually(() => existsSync(rollouts) && lineCount(rollouts) >= TOTAL / 4, {
       what: () => `a quarter of the rollouts: ${producer.out()}`,
-      timeoutMs: 90_000,
+      timeoutMs: 2 * WAIT_MS,
       intervalMs: 50,
     });
     // The producer's host has no environment: only Redis listens there.
@@ -217,10 +253,24 @@ test(
     const ports = [...listening.matchAll(/:(\d+)\s/g)].map((m) => m[1]);
     assert.deepEqual([...new Set(ports)], ['6379'], listening);
 
-    // Power cut on h3: no packet leaves it any more, then everything in it dies without a word.
+    // Power cut on h3 while its worker holds jobs: frozen, it can no longer answer the jobs it holds, so the count
+    // Redis gives stays true until the cut. A look that finds none thaws it and looks again a little later.
+    // The cut counts from the freeze: from then on h3 renews no claim.
+    let held = 0;
+    let killedAt = 0;
+    for (let look = 1; look <= 50 && held === 0; look++) {
+      killedAt = Date.now();
+      signalNamespace(NS.h3, 'SIGSTOP');
+      held = jobsHeldBy('h3');
+      if (held > 0) break;
+      signalNamespace(NS.h3, 'SIGCONT');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.ok(held > 0, `h3's worker never held a job in 50 looks: ${producer.out()}`);
+    t.diagnostic(`h3 held ${held} job(s) at the power cut`);
+    // No packet leaves it any more, then everything in it dies without a word.
     ip(['-n', NS.h3, 'link', 'set', 'toh1', 'down']);
     killNamespace(NS.h3);
-    const killedAt = Date.now();
     const code = await producer.done;
     assert.equal(code, 0, producer.out());
     assert.ok(h3.worker.child.exitCode !== null || h3.worker.child.signalCode !== null, 'h3 is dead');
@@ -240,9 +290,11 @@ test(
     assert.ok(stalled.length > 0, `h2 recovered h3's jobs: ${h2.worker.out()}`);
     const recoverySecs = (stalled.at(-1)!.at - killedAt) / 1000;
     t.diagnostic(
-      `recovery: ${stalled.length} job(s) of the dead host re-dispatched ${recoverySecs.toFixed(1)} s after the kill`,
+      `recovery: ${stalled.length} job(s) of the dead host re-dispatched ${recoverySecs.toFixed(1)} s after the cut`,
     );
-    assert.ok(recoverySecs <= 10, `recovered within 10 s, took ${recoverySecs} s`);
+    // By design within 1.5 x the 5 s stall time (the figure above, ~7 s); slower on a busy machine. The bound is only
+    // the contrast with never: without the stalled check h3's jobs would wait for the producer forever.
+    assert.ok(recoverySecs < 60, `recovered well within a minute, took ${recoverySecs} s`);
 
     // The same rows run directly from h1 against h2's head server: the addresses it hands out work from h1.
     const directDir = tempDir('tsgym-multihost-direct-');

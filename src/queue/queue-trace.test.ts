@@ -18,6 +18,9 @@ import { eventually } from '../../test/support/wait.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../../test/support/otlp-receiver.js';
 import { startRedis } from './redis-server.js';
 
+/** Upper bound of every wait for something that takes a second or so on a quiet machine. */
+const WAIT_MS = 60_000;
+
 const closers: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
@@ -31,7 +34,7 @@ async function stop(gym: RunningGym): Promise<void> {
 
 test(
   'the queue path: one connected trace per rollout, collector → queue wait, worker → agent → seed/tools/verify',
-  { timeout: 120_000 },
+  { timeout: 300_000 },
   async () => {
     const receiver = await startOtlpReceiver();
     closers.push(() => receiver.close());
@@ -63,14 +66,18 @@ test(
     env.child.stdout!.on('data', (chunk: Buffer) => (envOut += chunk.toString()));
     await eventually(() => /All \d+ \/ \d+ servers ready/.test(envOut), {
       what: () => `the environment: ${envOut}${env.stderr()}`,
-      timeoutMs: 30_000,
+      timeoutMs: WAIT_MS,
+      intervalMs: 50,
     });
     const worker = spawnGym(['worker', '--queue', redis.url, `++head_server.port=${headPort}`, '+worker_id=w1'], {
       cwd: dir,
       env: otel,
     });
     closers.push(() => stop(worker));
-    await eventually(() => /connected to/.test(worker.stderr()), { what: () => `the worker: ${worker.stderr()}` });
+    await eventually(() => /connected to/.test(worker.stderr()), {
+      what: () => `the worker: ${worker.stderr()}`,
+      timeoutMs: WAIT_MS,
+    });
     const run = await runGym(
       [
         'eval',
@@ -99,7 +106,7 @@ test(
       () =>
         spans.filter((s) => s.service === ENV && s.name === 'POST /verify').length >= 5 &&
         spans.filter((s) => s.service === 'tsgym-collector' && s.name === 'rollout').length >= 5,
-      { what: () => `the spans of every process (${spans.length} so far)` },
+      { what: () => `the spans of every process (${spans.length} so far)`, timeoutMs: WAIT_MS, intervalMs: 50 },
     );
 
     for (const row of rows) {

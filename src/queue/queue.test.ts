@@ -26,12 +26,23 @@ import {
 } from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
 import { startRedis, type RedisProcess } from './redis-server.js';
-import { eventually, gate } from '../../test/support/wait.js';
+import { eventually, gate, type Gate } from '../../test/support/wait.js';
 
 const closers: Array<() => Promise<unknown> | unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
 });
+
+/** Upper bound of every wait for something that takes milliseconds on a quiet machine: only a broken run hits it. */
+const WAIT_MS = 60_000;
+/** Bound of one test: several such waits, process starts and whole runs on a busy machine. */
+const TEST_MS = 240_000;
+/**
+ * A stall time that no live worker reaches on a busy machine (it re-claims its jobs every third of it): for tests with
+ * more than one worker alive at once that do not test stall recovery, so a worker starved of CPU for a second does not
+ * have its jobs moved to another and run twice. Tests of the recovery keep 1 s with one worker alive at a time.
+ */
+const NO_STALL_SECS = 60;
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A latency-bound agent: answers success after a few milliseconds (failure for rows marked fail). */
@@ -65,6 +76,7 @@ async function redis(): Promise<RedisProcess> {
   return server;
 }
 
+/** A worker; its drain deadline is only an upper bound (Ctrl-C waits for its jobs in flight, however slow). */
 function startWorker(
   server: RedisProcess,
   env: Pick<Environment, 'head'>,
@@ -82,7 +94,7 @@ function startWorker(
       String(concurrency),
       `++head_server.port=${env.head.port}`,
       `+worker_id=${id}`,
-      '+worker_drain_secs=5',
+      '+worker_drain_secs=120',
       ...extra,
     ],
     { cwd: dir },
@@ -93,7 +105,7 @@ function startWorker(
   return worker;
 }
 
-function collector(server: RedisProcess, head: FakeHead, dir: string, extra: string[] = []): RunningGym {
+function collector(server: RedisProcess, head: FakeHead, dir: string, extra: string[] = [], stallSecs = 1): RunningGym {
   const run = spawnGym(
     [
       'eval',
@@ -106,7 +118,7 @@ function collector(server: RedisProcess, head: FakeHead, dir: string, extra: str
       '--queue',
       server.url,
       `++head_server.port=${head.port}`,
-      '+queue_stall_secs=1',
+      `+queue_stall_secs=${stallSecs}`,
       '--concurrency',
       '16',
       ...extra,
@@ -160,33 +172,69 @@ async function stopWorkers(workers: RunningGym[]): Promise<void> {
   }
 }
 
-/** One Redis, one environment answering after `ms`, `n` rows for alpha, and one worker serving them. */
+/**
+ * One Redis, one environment, `n` rows for alpha, and one worker serving them. Rows from `heldFrom` on wait at the
+ * agent until the test opens `held`: when the test acts (kills the collector, or Redis), the run is surely under way
+ * with rollouts in flight, however fast or slow the machine (a quiet one could otherwise finish every row first).
+ */
 async function oneWorkerScene(
   label: string,
   n: number,
-  ms = 10,
-): Promise<{ server: RedisProcess; dir: string; env: Environment; worker: RunningGym }> {
+  heldFrom: number,
+): Promise<{ server: RedisProcess; dir: string; env: Environment; worker: RunningGym; held: Gate }> {
   const server = await redis();
   const dir = tempDir(`tsgym-queue-${label}-`);
-  const env = await environment({ alpha: async (row) => (await delay(ms), fakeReply.success(row, 1)) });
+  const held = gate();
+  const env = await environment({
+    alpha: async (row) => {
+      if ((row.i as number) >= heldFrom) await held.opened;
+      return fakeReply.success(row, 1);
+    },
+  });
+  closers.push(() => held.open()); // before the agent closes: a failed test leaves no request held
   writeJsonl(
     path.join(dir, 'in.jsonl'),
     rows(n, () => 'alpha'),
   );
-  return { server, dir, env, worker: startWorker(server, env, 'w1', dir, 8) };
+  return { server, dir, env, worker: startWorker(server, env, 'w1', dir, 8), held };
+}
+
+/** Entries in the run's results stream: results a worker wrote that no collector has consumed yet. */
+async function resultsWaiting(server: RedisProcess): Promise<number> {
+  const client = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true });
+  await client.connect();
+  try {
+    let count = 0;
+    for (const key of await client.keys('tsgym:run:*:rollouts:results')) count += await client.xlen(key);
+    return count;
+  } finally {
+    client.disconnect();
+  }
 }
 
 test(
   'three workers and one collector: every rollout once, failures name their worker, a worker without the agent refuses',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const server = await redis();
     const dir = tempDir('tsgym-queue-');
+    // w1 and w2 start together once w3 has refused; whichever takes a job first holds it (at most its concurrency,
+    // 4, of the 20 beta rows nobody else runs) until the other has taken one too, so both surely take jobs, however
+    // far apart the two processes get going on a busy machine.
+    const both = gate();
+    let pair: Environment[] = [];
+    const untilBoth: FakeRunHandler = async (row, call) => {
+      if (pair.length === 2 && pair.every((env) => env.calls() > 0)) both.open();
+      await both.opened;
+      return quick(row, call);
+    };
     const envs = [
-      await environment({ alpha: quick, beta: quick }),
-      await environment({ alpha: quick, beta: quick }),
+      await environment({ alpha: untilBoth, beta: untilBoth }),
+      await environment({ alpha: untilBoth, beta: untilBoth }),
       await environment({ alpha: quick }),
     ];
+    closers.push(() => both.open()); // before the agents close: a failed test leaves no request held
+    pair = [envs[0]!, envs[1]!];
     const n = 60;
     writeJsonl(
       path.join(dir, 'in.jsonl'),
@@ -198,13 +246,19 @@ test(
     );
     // The worker without beta starts alone, so it is offered beta rows before anyone else can take them.
     const lacking = startWorker(server, envs[2]!, 'w3', dir);
-    await eventually(() => /connected to/.test(lacking.stderr()), { what: 'the worker without beta to connect' });
-    const run = collector(server, envs[0]!.head, dir);
-    await eventually(() => /refusing job/.test(lacking.stderr()), { what: 'the worker without beta to refuse a job' });
+    await eventually(() => /connected to/.test(lacking.stderr()), {
+      what: 'the worker without beta to connect',
+      timeoutMs: WAIT_MS,
+    });
+    const run = collector(server, envs[0]!.head, dir, [], NO_STALL_SECS);
+    await eventually(() => /refusing job/.test(lacking.stderr()), {
+      what: 'the worker without beta to refuse a job',
+      timeoutMs: WAIT_MS,
+    });
     await eventually(
       () =>
         /No connected worker offers agent 'beta' \(workers: w3\); its rollouts wait in the queue/.test(run.stderr()),
-      { what: 'the collector to say beta has no worker' },
+      { what: 'the collector to say beta has no worker', timeoutMs: WAIT_MS },
     );
     const workers = [startWorker(server, envs[0]!, 'w1', dir), startWorker(server, envs[1]!, 'w2', dir), lacking];
     const result = await run.result;
@@ -242,7 +296,7 @@ function answersThenHangs(answered: number): FakeRunHandler {
 
 test(
   'a SIGKILLed worker: its jobs in flight are run again after the stall timeout and recorded once',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const server = await redis();
     const dir = tempDir('tsgym-queue-kill-');
@@ -254,9 +308,17 @@ test(
       rows(n, () => 'alpha'),
     );
     const doomed = startWorker(server, stuck, 'doomed', dir);
-    await eventually(() => /connected to/.test(doomed.stderr()), { what: 'the first worker to connect' });
+    await eventually(() => /connected to/.test(doomed.stderr()), {
+      what: 'the first worker to connect',
+      timeoutMs: WAIT_MS,
+    });
+    // Only one worker is alive at a time here (the survivor starts as the doomed one is killed), so the 1 s stall
+    // time cannot move a live worker's jobs.
     const run = collector(server, healthy.head, dir);
-    await eventually(() => stuck.calls() >= 9, { what: 'the doomed worker to hold 4 jobs in flight' });
+    await eventually(() => stuck.calls() >= 9, {
+      what: 'the doomed worker to hold 4 jobs in flight',
+      timeoutMs: WAIT_MS,
+    });
     const survivor = startWorker(server, healthy, 'survivor', dir);
     doomed.child.kill('SIGKILL');
     const result = await run.result;
@@ -274,15 +336,26 @@ test(
 
 test(
   'a SIGKILLed collector: resume consumes the results finished meanwhile, re-runs nothing, duplicates nothing',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const n = 60;
-    const { server, dir, env, worker } = await oneWorkerScene('resume', n, 20);
+    const { server, dir, env, worker, held } = await oneWorkerScene('resume', n, 10);
     const first = collector(server, env.head, dir);
-    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, {
+      what: 'ten rollouts on disk',
+      timeoutMs: WAIT_MS,
+    });
     first.child.kill('SIGKILL');
-    await first.result;
-    // The jobs already enqueued finish while no collector listens; their results wait in Redis.
+    const killed = await first.result;
+    assert.equal(killed.signal, 'SIGKILL', 'the collector was killed mid-run');
+    // The jobs already enqueued (those held at the agent among them) finish while no collector listens; their
+    // results wait in Redis.
+    held.open();
+    await eventually(async () => (await resultsWaiting(server)) > 0, {
+      what: 'results written to Redis with no collector listening',
+      timeoutMs: WAIT_MS,
+      intervalMs: 50,
+    });
     const resumed = collector(server, env.head, dir, ['--resume']);
     const result = await resumed.result;
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
@@ -297,17 +370,28 @@ test(
 
 test(
   'Redis restarting empty mid-run pauses the run visibly; it then continues and records each rollout once',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const n = 80;
-    const { server, dir, env, worker } = await oneWorkerScene('restart', n, 10);
-    const run = collector(server, env.head, dir, ['+queue_outage_secs=30']);
-    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
+    const { server, dir, env, worker, held } = await oneWorkerScene('restart', n, 10);
+    // The outage allowance is only an upper bound: Redis is back as soon as it restarts.
+    const run = collector(server, env.head, dir, ['+queue_outage_secs=180']);
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, {
+      what: 'ten rollouts on disk',
+      timeoutMs: WAIT_MS,
+    });
     await server.kill();
     await eventually(() => /is unreachable: the run is paused/.test(run.stderr()), {
       what: 'the pause to be reported',
+      timeoutMs: WAIT_MS,
     });
     await server.restart();
+    // The rollouts held at the agent are still in flight: the collector must send them again to the empty Redis.
+    await eventually(() => /Redis no longer holds this run's data/.test(run.stderr()), {
+      what: () => `the collector to notice the emptied Redis: ${run.stderr()}`,
+      timeoutMs: WAIT_MS,
+    });
+    held.open();
     const result = await run.result;
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     assert.match(result.stderr, /is back after [\d.]+ s: the run continues/);
@@ -319,14 +403,19 @@ test(
 
 test(
   'Redis that stays away fails the run with a clear error and the resume command; the resume finishes it once',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const n = 40;
-    const { server, dir, env, worker } = await oneWorkerScene('outage', n, 10);
+    const { server, dir, env, worker, held } = await oneWorkerScene('outage', n, 5);
     const run = collector(server, env.head, dir, ['+queue_outage_secs=2']);
-    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, { what: 'five rollouts on disk' });
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 5, {
+      what: 'five rollouts on disk',
+      timeoutMs: WAIT_MS,
+    });
     await server.kill();
     const result = await run.result;
+    // The rollouts held at the agent may finish now: the resume below records each of them once.
+    held.open();
     assert.equal(result.code, 1, result.stderr);
     assert.match(
       result.stderr,
@@ -343,11 +432,15 @@ test(
 
 test(
   'Ctrl-C on a worker drains: its jobs in flight finish and are recorded, it takes no new job, it exits 0',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const server = await redis();
     const dir = tempDir('tsgym-queue-drain-');
-    const slow = await environment({ alpha: async (row) => (await delay(400), fakeReply.success(row, 1)) });
+    // The first worker's two jobs stay in flight until it has begun to drain: it cannot finish them (and take two
+    // more) before the Ctrl-C lands, however the processes are scheduled.
+    const drainingNow = gate();
+    const slow = await environment({ alpha: async (row) => (await drainingNow.opened, fakeReply.success(row, 1)) });
+    closers.push(() => drainingNow.open()); // before the agent closes: a failed test leaves no request held
     const other = await environment({ alpha: quick });
     const n = 12;
     writeJsonl(
@@ -355,16 +448,27 @@ test(
       rows(n, () => 'alpha'),
     );
     const draining = startWorker(server, slow, 'draining', dir, 2);
-    await eventually(() => /connected to/.test(draining.stderr()), { what: 'the first worker to connect' });
+    await eventually(() => /connected to/.test(draining.stderr()), {
+      what: 'the first worker to connect',
+      timeoutMs: WAIT_MS,
+    });
     const run = collector(server, slow.head, dir);
-    await eventually(() => slow.calls() === 2, { what: 'two jobs in flight on the first worker' });
+    await eventually(() => slow.calls() >= 2, { what: 'two jobs in flight on the first worker', timeoutMs: WAIT_MS });
     draining.child.kill('SIGINT');
+    await eventually(() => /draining — no new jobs/.test(draining.stderr()), {
+      what: () => `the worker to start draining: ${draining.stderr()}`,
+      timeoutMs: WAIT_MS,
+    });
+    drainingNow.open();
     const stopped = await draining.result;
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.match(stopped.stderr, /draining — no new jobs/);
     assert.equal(slow.calls(), 2, 'no job taken after Ctrl-C');
     // Both jobs it had finished before it exited: their results are recorded.
-    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, { what: 'the drained results on disk' });
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 2, {
+      what: 'the drained results on disk',
+      timeoutMs: WAIT_MS,
+    });
     startWorker(server, other, 'other', dir);
     const result = await run.result;
     assert.equal(result.code, 0, result.stderr);
@@ -375,7 +479,7 @@ test(
 
 test(
   'a job whose worker dies three times becomes a retryable worker_lost failure row',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const server = await redis();
     const dir = tempDir('tsgym-queue-lost-');
@@ -388,12 +492,17 @@ test(
     let run: RunningGym | undefined;
     for (let death = 1; death <= 3; death++) {
       const doomed = startWorker(server, hanging, `doomed${death}`, dir);
-      await eventually(() => /connected to/.test(doomed.stderr()), { what: `doomed worker ${death} to connect` });
-      run ??= collector(server, healthy.head, dir);
-      await eventually(() => hanging.calls() === death, {
-        what: `doomed worker ${death} to take the job`,
-        timeoutMs: 20_000,
+      await eventually(() => /connected to/.test(doomed.stderr()), {
+        what: `doomed worker ${death} to connect`,
+        timeoutMs: WAIT_MS,
       });
+      // One worker alive at a time: the 1 s stall time moves only a dead worker's job.
+      run ??= collector(server, healthy.head, dir);
+      await eventually(() => hanging.calls() >= death, {
+        what: `doomed worker ${death} to take the job`,
+        timeoutMs: WAIT_MS,
+      });
+      assert.equal(hanging.calls(), death, 'the one job, taken once by each doomed worker');
       doomed.child.kill('SIGKILL');
       await doomed.result;
     }
@@ -410,7 +519,7 @@ test(
   },
 );
 
-test('bad queue settings are one clear paragraph, before anything runs', { timeout: 20_000 }, async () => {
+test('bad queue settings are one clear paragraph, before anything runs', { timeout: TEST_MS }, async () => {
   const dir = tempDir('tsgym-queue-config-');
   const env = await environment({ alpha: quick });
   const noQueue = await runGym(['worker', `++head_server.port=${env.head.port}`], { cwd: dir });
@@ -454,7 +563,7 @@ test('bad queue settings are one clear paragraph, before anything runs', { timeo
 
 test(
   'a Redis emptied under a running collector (FLUSHALL, no disconnect): the rollouts in flight are sent again, each recorded once',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const n = 60;
     const server = await redis();
@@ -468,20 +577,27 @@ test(
         return fakeReply.success(row, 1);
       },
     });
+    closers.push(() => flushed.open()); // before the agent closes: a failed test leaves no request held
     writeJsonl(
       path.join(dir, 'in.jsonl'),
       rows(n, () => 'alpha'),
     );
     const worker = startWorker(server, env, 'w1', dir, 8);
     const run = collector(server, env.head, dir);
-    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, { what: 'ten rollouts on disk' });
-    await eventually(() => env.calls() >= 18, { what: 'the next rollouts held in flight at the gate' });
+    await eventually(() => lineCount(path.join(dir, 'out/r.jsonl')) >= 10, {
+      what: 'ten rollouts on disk',
+      timeoutMs: WAIT_MS,
+    });
+    await eventually(() => env.calls() >= 18, {
+      what: 'the next rollouts held in flight at the gate',
+      timeoutMs: WAIT_MS,
+    });
     const admin = new Redis({ host: '127.0.0.1', port: server.port });
     await admin.flushall();
     admin.disconnect();
     await eventually(() => /Redis no longer holds this run's data/.test(run.stderr()), {
       what: 'the collector to notice the emptied Redis',
-      timeoutMs: 20_000,
+      timeoutMs: WAIT_MS,
     });
     flushed.open();
     const result = await run.result;
@@ -494,7 +610,7 @@ test(
 
 test(
   'a worker whose own agent refuses connections hands its jobs back; another worker runs them, no failure rows',
-  { timeout: 45_000 },
+  { timeout: TEST_MS },
   async () => {
     const server = await redis();
     const dir = tempDir('tsgym-queue-deadagent-');
@@ -510,11 +626,15 @@ test(
       rows(n, () => 'alpha'),
     );
     const stranded = startWorker(server, { head: deadHead }, 'stranded', dir, 4, ['+agent_unreachable_wait_secs=0.5']);
-    await eventually(() => /connected to/.test(stranded.stderr()), { what: 'the worker with a dead agent to connect' });
-    const run = collector(server, healthy.head, dir);
+    await eventually(() => /connected to/.test(stranded.stderr()), {
+      what: 'the worker with a dead agent to connect',
+      timeoutMs: WAIT_MS,
+    });
+    // Two workers alive at once: a stall time neither reaches, so only the hand-back moves a job.
+    const run = collector(server, healthy.head, dir, [], NO_STALL_SECS);
     await eventually(
       () => /never reached agent 'alpha' \(it refuses connections\); it goes back to the queue/.test(stranded.stderr()),
-      { what: 'a job handed back' },
+      { what: 'a job handed back', timeoutMs: WAIT_MS },
     );
     const survivor = startWorker(server, healthy, 'survivor', dir);
     const result = await run.result;

@@ -15,6 +15,9 @@ import { fakeReply, startFakeAgent, startFakeHead } from '../testing/fake-agent.
 import { startRedis } from './redis-server.js';
 import { eventually, gate } from '../../test/support/wait.js';
 
+/** Upper bound of every wait for something that takes milliseconds on a quiet machine. */
+const WAIT_MS = 60_000;
+
 const closers: Array<() => Promise<unknown> | unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
@@ -30,6 +33,7 @@ async function heldRun(n: number) {
     return fakeReply.success(row, 1);
   });
   closers.push(() => agent.close());
+  closers.push(() => released.open()); // before the agent closes: a failed test leaves no request held
   const head = await startFakeHead([agent]);
   closers.push(() => head.close());
   const dir = tempDir('tsgym-queue-stream-');
@@ -43,7 +47,11 @@ async function heldRun(n: number) {
   });
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
   closers.push(() => admin.disconnect());
-  await eventually(() => agent.runs.length >= 4, { what: 'the run to be under way', intervalMs: 50 });
+  await eventually(() => agent.runs.length >= 4, {
+    what: 'the run to be under way',
+    timeoutMs: WAIT_MS,
+    intervalMs: 50,
+  });
   /** Lets the held rows finish, then checks the run recorded each row once and the worker is still up. */
   const release = async (): Promise<void> => {
     released.open();
@@ -65,26 +73,36 @@ async function heldRun(n: number) {
   return { admin, worker, run, release };
 }
 
-test('a malformed entry in the jobs stream is answered as unusable; the worker stays up, the run completes once', async () => {
-  const { admin, worker, release } = await heldRun(12);
-  await admin.xadd(await runStreamKey(admin, 'jobs'), '*', 'note', 'not a tsgym job');
-  await eventually(() => /carries no job id, agent or body; .*answered as unusable, not run/.test(worker.stderr()), {
-    what: 'the worker to answer the malformed entry',
-  });
-  await release();
-});
+test(
+  'a malformed entry in the jobs stream is answered as unusable; the worker stays up, the run completes once',
+  { timeout: 240_000 },
+  async () => {
+    const { admin, worker, release } = await heldRun(12);
+    await admin.xadd(await runStreamKey(admin, 'jobs'), '*', 'note', 'not a tsgym job');
+    await eventually(() => /carries no job id, agent or body; .*answered as unusable, not run/.test(worker.stderr()), {
+      what: 'the worker to answer the malformed entry',
+      timeoutMs: WAIT_MS,
+    });
+    await release();
+  },
+);
 
-test('entries of the results stream that are not results, or nest past the bound, are skipped; the run completes once', async () => {
-  const { admin, run, release } = await heldRun(6);
-  const results = await runStreamKey(admin, 'results');
-  // A "result" for a job still held at the agent (task 3), its row nested 100,000 deep: taken as that job's result,
-  // writing it would overflow the stack; it must be refused like any other unreadable entry.
-  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
-  await admin.xadd(results, '*', 'r', `[{"jobId":"t3r0a0","worker":"intruder","row":${deep}}]`);
-  await admin.xadd(results, '*', 'r', 'not json');
-  await admin.xadd(results, '*', 'r', '{"jobId":"t4r0a0"}');
-  await eventually(() => run.stderr().match(/Ignoring an unreadable entry of /g)?.length === 3, {
-    what: () => `the collector to skip the three entries; stderr: ${run.stderr()}`,
-  });
-  await release();
-});
+test(
+  'entries of the results stream that are not results, or nest past the bound, are skipped; the run completes once',
+  { timeout: 240_000 },
+  async () => {
+    const { admin, run, release } = await heldRun(6);
+    const results = await runStreamKey(admin, 'results');
+    // A "result" for a job still held at the agent (task 3), its row nested 100,000 deep: taken as that job's result,
+    // writing it would overflow the stack; it must be refused like any other unreadable entry.
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    await admin.xadd(results, '*', 'r', `[{"jobId":"t3r0a0","worker":"intruder","row":${deep}}]`);
+    await admin.xadd(results, '*', 'r', 'not json');
+    await admin.xadd(results, '*', 'r', '{"jobId":"t4r0a0"}');
+    await eventually(() => run.stderr().match(/Ignoring an unreadable entry of /g)?.length === 3, {
+      what: () => `the collector to skip the three entries; stderr: ${run.stderr()}`,
+      timeoutMs: WAIT_MS,
+    });
+    await release();
+  },
+);

@@ -76,7 +76,9 @@ test('one connected trace per rollout: collector → agent → seed, service cal
     spans.filter((s) => s.service === service && s.name === name).length;
   // 4 successes reach /verify; the failed one stops at its second service call.
   await eventually(() => count(ENV, 'POST /verify') >= 4 && count('tsgym-collector', 'rollout') >= 5, {
-    what: 'the spans of every process',
+    what: () => `the spans of every process (${spans.length} so far)`,
+    timeoutMs: 60_000,
+    intervalMs: 50,
   });
   assert.ok(
     receiver.contentTypes.every((type) => /application\/json/.test(type)),

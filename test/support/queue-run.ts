@@ -64,7 +64,7 @@ export async function runStreamKey(admin: Redis, stream: 'jobs' | 'results'): Pr
       key = (await admin.keys(`tsgym:run:*:rollouts:${stream}`))[0];
       return key !== undefined;
     },
-    { what: `the run's ${stream} stream`, intervalMs: 50 },
+    { what: `the run's ${stream} stream`, timeoutMs: 60_000, intervalMs: 50 },
   );
   return key!;
 }
