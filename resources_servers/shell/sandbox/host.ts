@@ -16,7 +16,7 @@ import { mountWorkDir, unmountUnder } from './mounts.js';
 import { findOnPath, missingPrerequisites, selfTest, unreachableForSessions } from './prerequisites.js';
 import { Sandbox } from './sandbox.js';
 import { stageLauncher } from './staged-launcher.js';
-import { cgroupOwnerGone, newOwnerName, removeStaleOwners } from './stale-owners.js';
+import { cgroupOwnerGone, newOwnerName, makeTraversable, removeStaleOwners } from './stale-owners.js';
 
 /** Host uids handed to sessions: a high range no system account uses, picked at random per sandbox. */
 const UID_RANGE = { min: 1_100_000_000, max: 2_100_000_000 };
@@ -67,9 +67,7 @@ export class SandboxHost {
     readonly memory: MemoryCgroups | undefined,
   ) {
     this.ownerDir = path.join(baseDir, owner);
-    // Traversable, not listable; chmod too, as mkdir's mode passes through the umask (077 would lock the sessions out).
-    mkdirSync(this.ownerDir, { recursive: true });
-    chmodSync(this.ownerDir, 0o711);
+    makeTraversable(this.ownerDir);
     this.programs = { bwrap, launcher: stageLauncher(this.ownerDir) };
   }
 

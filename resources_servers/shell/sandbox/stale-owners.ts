@@ -30,9 +30,8 @@ export function cgroupOwnerGone(owner: string): boolean {
  * environment leaves its mounts). Returns how many were removed.
  */
 export async function removeStaleOwners(baseDir: string): Promise<number> {
-  mkdirSync(baseDir, { recursive: true, mode: 0o711 });
   // bwrap runs as each session's uid and must traverse down to the work dir it binds.
-  chmodSync(baseDir, 0o711);
+  makeTraversable(baseDir);
   let removed = 0;
   for (const name of readdirSync(baseDir)) {
     if (!name.startsWith(OWNER_PREFIX)) continue;
@@ -66,4 +65,22 @@ function ownerAlive(pid: number, startTime: number): boolean {
 function processStartTime(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+}
+
+/**
+ * Create `dir` and whatever of its parents is missing (the default base dir, `<tmp>/tsgym-shell/<instance>`, and the
+ * owner dir below it), each traversable, not listable (0711): the sessions' uids pass through every one of them. chmod
+ * too, as mkdir's mode passes through the umask (077 would lock the sessions out). A parent that already existed is
+ * the user's and keeps its mode (the start-up check has named it if it is closed).
+ */
+export function makeTraversable(dir: string): void {
+  const created = mkdirSync(dir, { recursive: true });
+  if (created === undefined) {
+    chmodSync(dir, 0o711);
+    return;
+  }
+  for (let current = dir; ; current = path.dirname(current)) {
+    chmodSync(current, 0o711);
+    if (current === created) break;
+  }
 }
