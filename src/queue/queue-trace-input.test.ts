@@ -56,6 +56,8 @@ test(
     const seen = new Map<string, http.IncomingHttpHeaders>();
     const agentServer = http.createServer((req, res) => {
       void readBody(req).then(async (text) => {
+        // A probe of the agent (a GET, no body) is answered, not parsed: only a /run carries a row.
+        if (req.method !== 'POST' || text === '') return void res.writeHead(200).end('{}');
         const row = JSON.parse(text) as Record<string, unknown>;
         if (typeof row.probe === 'string') seen.set(row.probe, req.headers);
         else if (Number(row.i) >= 2) await released.opened;
