@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { installRoot } from '../../src/config/index.js';
+import { tempDir } from '../../test/support/cli.js';
 import { sandboxTestsUnavailable } from '../../test/support/sandbox.js';
 
 const unavailable = sandboxTestsUnavailable();
@@ -110,6 +111,10 @@ describe(
     });
 
     test('the self-test passes and the eight example rollouts reach reward 1.0, under a umask of 077', async () => {
+      // A TMPDIR of its own, so the sandbox base dir the environment makes there by default (tsgym-shell/, kept
+      // between runs on a user's machine) goes with this test. Open to others: the sessions' uids pass through it.
+      const tmp = tempDir('tsgym-shell-installed-tmp-');
+      chmodSync(tmp, 0o755);
       const outcome = await run(
         '/bin/sh',
         [
@@ -123,6 +128,7 @@ describe(
           'shell',
         ],
         project,
+        { ...process.env, TMPDIR: tmp },
       );
       assert.equal(outcome.code, 0, explain(outcome));
       assert.match(outcome.stdout, /8 rollouts, mean reward 1\.0, 0 failed, 0 missing/);
