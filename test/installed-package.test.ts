@@ -33,6 +33,13 @@ interface Outcome {
   stderr: string;
 }
 
+/**
+ * Every deadline in this file is only an upper bound against a hung command: an install, a compile through tsx or a
+ * quickstart takes seconds on a quiet machine and can take minutes on a busy one.
+ */
+const COMMAND_DEADLINE_MS = 300_000;
+const LISTEN_DEADLINE_MS = 300_000;
+
 /** Run a command to its end, its output collected (a hung command is killed after `timeoutMs`). */
 function run(
   command: string,
@@ -46,11 +53,16 @@ function run(
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, options.timeoutMs ?? COMMAND_DEADLINE_MS);
     child.once('error', reject);
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      const killed = timedOut ? `\n(killed: still running after ${options.timeoutMs ?? COMMAND_DEADLINE_MS} ms)` : '';
+      resolve({ code, stdout, stderr: stderr + killed });
     });
   });
 }
@@ -68,12 +80,18 @@ function explain(outcome: Outcome): string {
   return `exit ${outcome.code}\n--- stdout\n${outcome.stdout.slice(-3000)}\n--- stderr\n${outcome.stderr.slice(-3000)}`;
 }
 
-/** A long-running command (an agent service) whose first `listening on URL` line is awaited. */
+/**
+ * A long-running command (an agent service) whose first `listening on URL` line is awaited; stopped at once when it
+ * never says it.
+ */
 async function startListening(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
   const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 20 s:\n${output}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no 'listening on' line within ${LISTEN_DEADLINE_MS} ms:\n${output}`));
+    }, LISTEN_DEADLINE_MS);
     const onData = (chunk: string) => {
       output += chunk;
       const match = /listening on (http:\/\/\S+)/.exec(output);
@@ -134,7 +152,7 @@ before(async () => {
     JSON.stringify({ name: 'my-evals', private: true, type: 'module' }),
   );
   const installed = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, {
-    timeoutMs: 300_000,
+    timeoutMs: 600_000,
   });
   assert.equal(installed.code, 0, explain(installed));
 });
@@ -199,7 +217,10 @@ describe('the installed package', () => {
     started.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`not ready within 60 s:\n${output}`)), 60_000);
+        const timer = setTimeout(
+          () => reject(new Error(`not ready within ${LISTEN_DEADLINE_MS} ms:\n${output}`)),
+          LISTEN_DEADLINE_MS,
+        );
         started.stdout.on('data', () => {
           if (/servers ready/.test(output)) {
             clearTimeout(timer);
@@ -284,8 +305,16 @@ describe('the installed package', () => {
     assert.match(outcome.stdout, /mean reward 1\.0, 0 failed, 0 missing/);
   });
 
-  it('the shell environment runs its sandbox self-test and rollouts from an install under a 0700 directory with a space', async () => {
-    const outcome = await run('npx', ['gym', 'quickstart', '--env', 'shell'], project, { timeoutMs: 240_000 });
+  it('the shell environment runs its sandbox self-test and rollouts from an install under a 0700 directory with a space', async (t) => {
+    // Its own temp dir, so the sandbox base dir the environment makes there by default (tsgym-shell/, kept between
+    // runs on a user's machine) goes with this test. Not under the 0700 root: the sessions' uids pass through it.
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'tsgym-user-shell-tmp-'));
+    t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    chmodSync(tmp, 0o755);
+    const outcome = await run('npx', ['gym', 'quickstart', '--env', 'shell'], project, {
+      timeoutMs: 600_000,
+      env: cleanEnv({ TMPDIR: tmp }),
+    });
     assert.equal(outcome.code, 0, explain(outcome));
     assert.match(outcome.stdout, /mean reward 1\.0, 0 failed, 0 missing/);
   });
@@ -322,7 +351,7 @@ describe(
       if (home) rmSync(home, { recursive: true, force: true });
     });
 
-    const asUser = (args: readonly string[], timeoutMs = 120_000) =>
+    const asUser = (args: readonly string[], timeoutMs = COMMAND_DEADLINE_MS) =>
       run(
         'setpriv',
         [
@@ -347,7 +376,7 @@ describe(
     });
 
     it('the shell environment refuses to start in one paragraph saying it needs root, and runs nothing unsandboxed', async () => {
-      const outcome = await asUser(['quickstart', '--env', 'shell'], 240_000);
+      const outcome = await asUser(['quickstart', '--env', 'shell'], 600_000);
       assert.notEqual(outcome.code, 0);
       assert.match(outcome.stderr, /never runs commands unsandboxed: it must run as root/);
       assert.doesNotMatch(outcome.stderr, /\n\s+at /, 'no stack trace');
