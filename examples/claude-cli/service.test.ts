@@ -62,7 +62,7 @@ describe('claude-cli service with a fake claude on PATH', () => {
           input: 'add 1 then add 2 then get the count',
           tools: [{ type: 'function', name: 'increment_counter', parameters: {}, strict: true }],
         },
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
       });
       assert.equal(res.status, 200, res.text());
       const body = res.json() as ResponseObject;
@@ -90,7 +90,7 @@ describe('claude-cli service with a fake claude on PATH', () => {
       const res = await request(`${service.url}/v1/responses`, {
         method: 'POST',
         json: { input: [{ role: 'user', content: 'add 1 then add 2 then get the count' }], tools: [] },
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
       });
       assert.equal(res.status, 500);
       assert.equal(

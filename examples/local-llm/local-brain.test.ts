@@ -49,8 +49,14 @@ function tinyModel(): string {
   return file;
 }
 
+/**
+ * Every deadline here is only an upper bound: loading even the tiny model and answering with one thread takes
+ * seconds on a busy machine, milliseconds on a quiet one.
+ */
+const DEADLINE_MS = 300_000;
+
 /** Run a command to its exit; its output and code. */
-function runToExit(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; output: string }> {
+function runToExit(args: string[], timeoutMs = DEADLINE_MS): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -74,7 +80,7 @@ describe('the local brain (llama.cpp in-process) through the real CLI', () => {
     const service = await spawnService(
       process.execPath,
       [SERVICE, '--brain', 'local', '--model', tinyModel(), '--port', '0', '--threads', '1', '--max-tool-calls', '3'],
-      { timeoutMs: 60_000 },
+      { timeoutMs: DEADLINE_MS },
     );
     const dir = tempDir('tsgym-local-llm-');
     const headPort = await findFreePort();
@@ -97,8 +103,8 @@ describe('the local brain (llama.cpp in-process) through the real CLI', () => {
     try {
       assert.match(service.output(), /^local \(tiny\.gguf\) listening on/m);
       await eventually(() => /All 2 \/ 2 servers ready/.test(envOutput) || env.exitCode !== null, {
-        what: 'gym env start to report ready',
-        timeoutMs: 30_000,
+        what: () => `gym env start to report ready (output so far:\n${envOutput})`,
+        timeoutMs: DEADLINE_MS,
       });
       assert.match(envOutput, /All 2 \/ 2 servers ready/);
       const run = await runGym(
@@ -183,12 +189,16 @@ describe('the local brain (llama.cpp in-process) through the real CLI', () => {
     const service = await spawnService(
       process.execPath,
       [SERVICE, '--brain', 'local', '--model', tinyModel(), '--port', '0', '--threads', '1', '--max-tokens', '3'],
-      { timeoutMs: 60_000 },
+      { timeoutMs: DEADLINE_MS },
     );
     try {
       const body = { input: [{ role: 'user', content: 'add 1 then get the count' }], tools: COUNTER_TOOLS };
       for (let attempt = 0; attempt < 2; attempt++) {
-        const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: body, timeoutMs: 30_000 });
+        const res = await request(`${service.url}/v1/responses`, {
+          method: 'POST',
+          json: body,
+          timeoutMs: DEADLINE_MS,
+        });
         assert.equal(res.status, 500, res.text());
         assert.match(res.text(), /cut off at the token limit \(3 tokens\).*raise --max-tokens/);
       }

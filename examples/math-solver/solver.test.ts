@@ -10,7 +10,7 @@ import { DEFAULT_MATH_CONFIG } from '../../resources_servers/math/config.js';
 import { mathRows } from '../../resources_servers/math/scripts/generate.js';
 import { CALCULATOR_TOOL } from '../../resources_servers/math/tools.js';
 import { verifyMath } from '../../resources_servers/math/verify.js';
-import { DIST_EXAMPLES, REPO_ROOT, spawnService } from '../../test/support/examples.js';
+import { AGENT_CHECK_DEADLINES, DIST_EXAMPLES, REPO_ROOT, spawnService } from '../../test/support/examples.js';
 import { createMathSolver, MATH_SOLVER_BRAIN, planMathTask, startMathSolver } from './index.js';
 
 const ctx = {} as DecideContext;
@@ -121,7 +121,10 @@ describe('math solver service', () => {
   it('passes gym agent check with the example rows as probes', async () => {
     const service = await startMathSolver({ port: 0 });
     try {
-      const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(EXAMPLE_ROWS) });
+      const report = await runAgentCheck(service.url, {
+        ...AGENT_CHECK_DEADLINES,
+        rows: await loadRowProbes(EXAMPLE_ROWS),
+      });
       const failing = report.checks.filter((check) => check.status === 'fail' || check.status === 'warn');
       assert.deepEqual(
         failing.map((check) => `${check.name}: ${check.detail}`),
@@ -140,7 +143,7 @@ describe('math solver service', () => {
       const res = await request(`${service.url}/v1/responses`, {
         method: 'POST',
         json: { input: [{ role: 'user', content: 'Expand (x + 1)(x - 1). Put your final answer in \\boxed{}.' }] },
-        timeoutMs: 5_000,
+        timeoutMs: 30_000,
       });
       assert.equal(res.status, 200);
       const body = res.json() as { model: string; output: Array<{ type: string; content?: Array<{ text: string }> }> };

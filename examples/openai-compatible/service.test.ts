@@ -80,7 +80,7 @@ describe('openai-compatible service against a fake model server', () => {
 
   test("chat API: the model's own usage is reported in the Responses usage", async () => {
     await withService({}, async (service) => {
-      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 5000 });
+      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 30_000 });
       assert.deepEqual((res.json() as Record<string, unknown>).usage, {
         input_tokens: 50,
         input_tokens_details: { cached_tokens: 20 },
@@ -107,7 +107,7 @@ describe('openai-compatible service against a fake model server', () => {
 
   test('a model server error answers HTTP 500 naming the status and the message', async () => {
     await withService({ model: 'needs-a-key' }, async (service) => {
-      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 5000 });
+      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 30_000 });
       assert.equal(res.status, 500);
       assert.match(
         (res.json() as { detail: string }).detail,
@@ -133,7 +133,7 @@ describe('openai-compatible service against a fake model server', () => {
       { env: { ...process.env, MY_MODEL_KEY: 'sk-from-env' } },
     );
     try {
-      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 5000 });
+      const res = await request(`${service.url}/v1/responses`, { method: 'POST', json: TASK, timeoutMs: 30_000 });
       assert.equal(res.status, 200, res.text());
       assert.equal(model.requests[0]!.headers.authorization, 'Bearer sk-from-env');
     } finally {

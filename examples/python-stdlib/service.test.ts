@@ -57,7 +57,7 @@ describe(
         ['{"tools": []}', 422, /^input: required/],
       ];
       for (const [body, status, pattern] of cases) {
-        const res = await request(`${service.url}/v1/responses`, { method: 'POST', jsonText: body, timeoutMs: 5000 });
+        const res = await request(`${service.url}/v1/responses`, { method: 'POST', jsonText: body, timeoutMs: 30_000 });
         assert.equal(res.status, status, body);
         assert.match((res.json() as { detail: string }).detail, pattern);
       }

@@ -75,7 +75,8 @@ describe('shell solver (scripted, no model)', () => {
   test('passes gym agent check --rows data/example.jsonl', async () => {
     const service = await startShellSolver();
     try {
-      const report = await runAgentCheck(service.url, { timeoutMs: 10_000, rows: await loadRowProbes(EXAMPLE_JSONL) });
+      // A deadline only (the scripted solver answers in milliseconds); slower than 30 s would be a warning.
+      const report = await runAgentCheck(service.url, { timeoutMs: 60_000, rows: await loadRowProbes(EXAMPLE_JSONL) });
       const failing = report.checks.filter((check) => check.status === 'fail' || check.status === 'warn');
       assert.deepEqual(
         failing.map((check) => `${check.name}: ${check.detail}`),

@@ -6,7 +6,13 @@ import type { WorkplaceRow } from '../../resources_servers/workplace/scripts/gen
 import type { ConversationItem, DecideContext, FunctionTool } from '../../src/service/index.js';
 import { runAgentCheck } from '../../src/check/agent-check.js';
 import { loadRowProbes } from '../../src/check/row-probes.js';
-import { DIST_EXAMPLES, REPO_ROOT, runDatasetRollouts, spawnService } from '../../test/support/examples.js';
+import {
+  AGENT_CHECK_DEADLINES,
+  DIST_EXAMPLES,
+  REPO_ROOT,
+  runDatasetRollouts,
+  spawnService,
+} from '../../test/support/examples.js';
 import { createWorkplaceSolver, parseWorkplaceRequest, startWorkplaceSolverService } from './index.js';
 
 const DATA = `${REPO_ROOT}resources_servers/workplace/data/`;
@@ -129,7 +135,7 @@ describe('workplace solver (deterministic, no model)', () => {
     try {
       assert.match(service.output(), /workplace-solver \(deterministic, no model\) listening on/);
       const report = await runAgentCheck(service.url, {
-        timeoutMs: 10_000,
+        ...AGENT_CHECK_DEADLINES,
         rows: await loadRowProbes(`${DATA}example.jsonl`),
       });
       const rowProbes = report.checks.find((check) => check.name === 'row-probes');

@@ -23,7 +23,7 @@ describe('counter environment', () => {
     const res = await request(`${server.url}${path}`, {
       method: 'POST',
       json: body,
-      timeoutMs: 2_000,
+      timeoutMs: 30_000,
       ...(session ? { headers: { cookie: `${COOKIE_NAME}=${session}` } } : {}),
     });
     const line = res.setCookies.find((c) => c.startsWith(`${COOKIE_NAME}=`));
@@ -116,7 +116,7 @@ describe('counter environment', () => {
   });
 
   it('answers GET / with {"status":"ok"}', async () => {
-    const res = await request(`${server.url}/`, { timeoutMs: 2_000 });
+    const res = await request(`${server.url}/`, { timeoutMs: 30_000 });
     assert.deepEqual(res.json(), { status: 'ok' });
   });
 });

@@ -17,7 +17,7 @@ function verifyBody(output: unknown[], extra: Record<string, unknown> = { expect
 }
 
 async function post(base: string, path: string, body: unknown) {
-  const res = await request(`${base}${path}`, { method: 'POST', json: body, timeoutMs: 5_000 });
+  const res = await request(`${base}${path}`, { method: 'POST', json: body, timeoutMs: 30_000 });
   return { status: res.status, body: res.json() as Record<string, unknown> };
 }
 
@@ -173,7 +173,7 @@ describe('math environment over HTTP', () => {
     const first = await post(withCalculator.url, '/verify', body);
     const again = await post(withCalculator.url, '/verify', body);
     assert.deepEqual(again.body, first.body);
-    const mode = await request(`${withCalculator.url}/reverify_mode`, { method: 'GET', timeoutMs: 2_000 });
+    const mode = await request(`${withCalculator.url}/reverify_mode`, { method: 'GET', timeoutMs: 30_000 });
     assert.equal(mode.json(), 'stateless');
   });
 });

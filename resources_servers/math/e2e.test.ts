@@ -130,8 +130,8 @@ describe('math environment end to end', () => {
       await exited;
     });
     await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.child.exitCode !== null, {
-      what: 'the environment to be ready',
-      timeoutMs: 30_000,
+      what: () => `the environment to be ready (so far:\n${stdout}\n${env.stderr()})`,
+      timeoutMs: 120_000,
     });
     assert.match(stdout, /All 2 \/ 2 servers ready/, env.stderr());
 

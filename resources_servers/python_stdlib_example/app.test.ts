@@ -83,7 +83,7 @@ async function startEnv(
   gym.child.stdout!.on('data', (chunk: string) => (out += chunk));
   await eventually(() => /^Logs: /m.test(out) || gym.child.exitCode !== null, {
     what: 'gym env start to be ready',
-    timeoutMs: 60_000,
+    timeoutMs: 120_000,
   });
   assert.match(out, /All 2 \/ 2 servers ready/, `${out}\n${gym.stderr()}`);
   return {
@@ -108,7 +108,7 @@ async function logSaying(file: string, pattern: RegExp, why: string): Promise<vo
       log = existsSync(file) ? readFileSync(file, 'utf8') : '';
       return pattern.test(log);
     },
-    { what: () => `${why}: ${String(pattern)} in ${file}, which says:\n${log}`, timeoutMs: 60_000, intervalMs: 50 },
+    { what: () => `${why}: ${String(pattern)} in ${file}, which says:\n${log}`, timeoutMs: 120_000, intervalMs: 50 },
   );
 }
 

@@ -10,6 +10,7 @@ import { placeholderResponse } from '../../src/contract/index.js';
 import { request, type HttpResponse } from '../../src/http/client.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { createShellServer, shellSettings } from './app.js';
+import { killProcesses } from './sandbox/processes.js';
 import { exampleJsonl, EXAMPLE_JSONL, exampleRows } from './scripts/generate.js';
 import {
   mountsUnder,
@@ -64,7 +65,8 @@ class Session {
   readonly jar = new CookieJar();
   constructor(private readonly url: string) {}
 
-  async post(route: string, body: unknown, timeoutMs = 30_000): Promise<HttpResponse> {
+  /** A deadline only: a verify runs the task's check, and eight or 32 of them at once take long on a loaded machine. */
+  async post(route: string, body: unknown, timeoutMs = 120_000): Promise<HttpResponse> {
     return request(`${this.url}/${route}`, { method: 'POST', json: body, jar: this.jar, timeoutMs });
   }
 
@@ -92,7 +94,7 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
   before(async () => {
     baseDir = tempDir('tsgym-shell-env-test-');
     const running = await createShellServer(
-      shellSettings({ sandbox_base_dir: baseDir, limits: { command_wall_secs: 10 } }, 'shell'),
+      shellSettings({ sandbox_base_dir: baseDir, limits: { command_wall_secs: 60 } }, 'shell'),
     );
     const listening = await running.server.app.listen(0, '127.0.0.1');
     url = listening.url;
@@ -167,12 +169,19 @@ describe('shell environment over HTTP', { skip: unavailable }, () => {
     const bad = await session.post('run_command', { command: 'true', timeout_secs: 99 });
     assert.equal(bad.status, 422);
     assert.match(bad.text(), /timeout_secs/);
-    const killed = await session.call('run_command', { command: 'sleep 3', timeout_secs: 0.3 });
+    // A hundred times the timeout: only the timeout can end it first.
+    const killed = await session.call('run_command', { command: 'sleep 30', timeout_secs: 0.3 });
     assert.equal(killed.limit_exceeded, 'wall_time');
     // A command still running at verify (here: one that would break the script the check runs) is killed first.
+    // Verify is asked once its sleep runs, and the sleep leaves verify 53 s to stop it.
     const saboteur = session.post('run_command', {
-      command: 'sleep 2; echo "exit 1" > count_words.sh',
-      timeout_secs: 10,
+      command: 'sleep 53; echo "exit 1" > count_words.sh',
+      timeout_secs: 60,
+    });
+    await eventually(() => processRunning('sleep 53'), {
+      what: "the saboteur's sleep runs",
+      timeoutMs: 60_000,
+      intervalMs: 50,
     });
     const verified = await session.call('verify', verifyBody({ task_dir: 'fix-shell-script' }));
     assert.equal(verified.checks_total, 2);
@@ -243,6 +252,25 @@ interface EnvProcess {
   exited: Promise<number | null>;
 }
 
+/** Every environment process started, so those a failing test leaves running are stopped after the tests. */
+const envProcesses: EnvProcess[] = [];
+
+/** The exit code of an environment process expected to exit by itself; fails (and kills it) should it run on. */
+async function exitCode(env: EnvProcess): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      env.child.kill('SIGKILL');
+      reject(new Error(`the environment did not exit within 60 s:\n${env.output()}`));
+    }, 60_000);
+  });
+  try {
+    return await Promise.race([env.exited, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function startEnvProcess(
   config: Record<string, unknown>,
   env: NodeJS.ProcessEnv = process.env,
@@ -266,6 +294,8 @@ async function startEnvProcess(
   child.stdout!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const started: EnvProcess = { child, url: '', output: () => printed, exited };
+  envProcesses.push(started);
   const listening = await Promise.race([
     eventually(() => /listening on/.test(printed), {
       what: 'the listening line',
@@ -277,13 +307,22 @@ async function startEnvProcess(
     ),
     exited.then(() => false),
   ]);
-  return { child, url: listening ? `http://127.0.0.1:${port}` : '', output: () => printed, exited };
+  started.url = listening ? `http://127.0.0.1:${port}` : '';
+  return started;
 }
 
 describe('shell environment process', { skip: unavailable }, () => {
+  after(async () => {
+    for (const env of envProcesses) {
+      if (env.child.exitCode !== null || env.child.signalCode !== null) continue;
+      env.child.kill('SIGKILL');
+      await env.exited;
+    }
+  });
+
   test('refuses to start, naming what is missing, when bubblewrap is not there — never runs unsandboxed', async () => {
     const env = await startEnvProcess({ sandbox_base_dir: tempDir('tsgym-shell-nobwrap-') }, { PATH: '/nonexistent' });
-    assert.equal(await env.exited, 1);
+    assert.equal(await exitCode(env), 1);
     assert.match(
       env.output(),
       /^Error: the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: .*bubblewrap \(apt-get install bubblewrap\) is not installed/m,
@@ -296,7 +335,7 @@ describe('shell environment process', { skip: unavailable }, () => {
     { skip: readableBy(NOBODY, APP) ? false : 'this checkout is out of reach of an unprivileged user' },
     async () => {
       const env = await startEnvProcess({ sandbox_base_dir: tempDir('tsgym-shell-nonroot-') }, process.env, NOBODY);
-      assert.equal(await env.exited, 1);
+      assert.equal(await exitCode(env), 1);
       assert.match(
         env.output(),
         new RegExp(
@@ -310,18 +349,26 @@ describe('shell environment process', { skip: unavailable }, () => {
 
   test('a bad limit in the config is a one-line config error naming the key', async () => {
     const env = await startEnvProcess({ limits: { memroy_bytes: 5 } });
-    assert.equal(await env.exited, 1);
+    assert.equal(await exitCode(env), 1);
     assert.match(env.output(), /^Error: shell_resources_server\.limits: Unrecognized key: "memroy_bytes"/m);
   });
 
-  test('a SIGKILLed collector leaks nothing: its sessions expire and their sandboxes are destroyed', async () => {
+  test('a SIGKILLed collector leaks nothing: its sessions expire and their sandboxes are destroyed', async (t) => {
     const baseDir = tempDir('tsgym-shell-expiry-');
-    const env = await startEnvProcess({ sandbox_base_dir: baseDir, session_idle_timeout_secs: 1 });
+    // Sessions idle for 10 s expire: ten times more than a loaded machine takes between the collector's seeding and
+    // the count of live sandboxes below. Its long command (sleep 302) may run 300 s, five times the waits below, so
+    // only the expiry can end it in time.
+    const env = await startEnvProcess({
+      sandbox_base_dir: baseDir,
+      session_idle_timeout_secs: 10,
+      limits: { command_wall_secs: 300 },
+    });
     try {
       // The "collector": seeds three sessions, starts a long command in one, and is killed mid-rollout.
       const collector = spawn(process.execPath, ['--input-type=module', '-e', collectorScript(env.url)], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
+      t.after(() => collector.kill('SIGKILL'));
       let said = '';
       collector.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
       await eventually(() => said.includes('seeded'), {
@@ -331,6 +378,11 @@ describe('shell environment process', { skip: unavailable }, () => {
       });
       assert.equal((await status(env.url)).sandboxes_live, 3);
       assert.equal(await sandboxesGauge(env.url), 3);
+      await eventually(() => processRunning('sleep 302'), {
+        what: "the collector's long command runs",
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      });
       collector.kill('SIGKILL');
       await eventually(async () => (await status(env.url)).sandboxes_live === 0, {
         what: 'every sandbox is destroyed after expiry',
@@ -341,7 +393,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       const owner = readdirSync(baseDir);
       assert.equal(owner.length, 1);
       assert.deepEqual(sessionDirs(path.join(baseDir, owner[0]!)), [], 'no work dir is left');
-      await eventually(() => pidsMentioning(baseDir).length === 0, {
+      await eventually(() => pidsMentioning(baseDir).length === 0 && !processRunning('sleep 302'), {
         what: 'no sandbox process is left',
         timeoutMs: 60_000,
         intervalMs: 50,
@@ -353,15 +405,18 @@ describe('shell environment process', { skip: unavailable }, () => {
     assert.deepEqual(readdirSync(baseDir), [], 'SIGTERM shutdown removes the owner dir');
   });
 
-  test('a SIGKILLed environment leaves no sandbox process; the next start removes its dirs and mounts', async () => {
+  test('a SIGKILLed environment leaves no sandbox process; the next start removes its dirs and mounts', async (t) => {
     const baseDir = tempDir('tsgym-shell-killed-');
     const first = await startEnvProcess({ sandbox_base_dir: baseDir });
-    const cgroup: string | null = (await status(first.url)).memory_cgroup;
+    // The sleep outlasts every wait below fivefold: only its sandbox going down with the environment ends it in time.
+    t.after(() => killProcesses((proc) => proc.cmdline.trim() === 'sleep 303'));
+    let cgroup: string | null | undefined;
     try {
+      cgroup = (await status(first.url)).memory_cgroup;
       const sessions = [new Session(first.url), new Session(first.url)];
       for (const session of sessions) await session.call('seed_session', { task_dir: 'csv-transform' });
-      void sessions[0]!.post('run_command', { command: 'sleep 25' }).catch(() => undefined);
-      await eventually(() => processRunning('sleep 25'), {
+      void sessions[0]!.post('run_command', { command: 'sleep 303' }).catch(() => undefined);
+      await eventually(() => processRunning('sleep 303'), {
         what: 'the command runs',
         timeoutMs: 60_000,
         intervalMs: 50,
@@ -374,7 +429,10 @@ describe('shell environment process', { skip: unavailable }, () => {
     const uids = sessionDirs(path.join(baseDir, ownerDir!)).map((name) => Number(name.slice(1)));
     assert.equal(uids.length, 2);
     assert.equal(mountsUnder(path.join(baseDir, ownerDir!)).length, 2, 'a SIGKILLed environment leaves its mounts');
-    const gone = () => pidsMentioning(baseDir).length === 0 && uids.every((uid) => pidsOfUid(uid).length === 0);
+    const gone = () =>
+      pidsMentioning(baseDir).length === 0 &&
+      uids.every((uid) => pidsOfUid(uid).length === 0) &&
+      !processRunning('sleep 303');
     await eventually(gone, {
       what: 'bwrap --die-with-parent takes the running sandbox down with the environment',
       timeoutMs: 60_000,
@@ -445,8 +503,8 @@ function collectorScript(url: string): string {
 import { request } from ${JSON.stringify(client)};
 import { CookieJar } from ${JSON.stringify(cookies)};
 const jars = [new CookieJar(), new CookieJar(), new CookieJar()];
-for (const jar of jars) await request(${JSON.stringify(url)} + '/seed_session', { method: 'POST', json: { task_dir: 'log-errors' }, jar, timeoutMs: 10000 });
+for (const jar of jars) await request(${JSON.stringify(url)} + '/seed_session', { method: 'POST', json: { task_dir: 'log-errors' }, jar, timeoutMs: 120000 });
 console.log('seeded');
-await request(${JSON.stringify(url)} + '/run_command', { method: 'POST', json: { command: 'sleep 20' }, jar: jars[0], timeoutMs: 60000 });
+await request(${JSON.stringify(url)} + '/run_command', { method: 'POST', json: { command: 'sleep 302' }, jar: jars[0], timeoutMs: 600000 });
 `;
 }

@@ -28,7 +28,7 @@ describe('workplace environment over HTTP', () => {
   after(() => env.close());
 
   const post = (path: string, body: unknown, jar: CookieJar): Promise<HttpResponse> =>
-    request(`${env.url}${path}`, { method: 'POST', json: body, jar, timeoutMs: 5_000 });
+    request(`${env.url}${path}`, { method: 'POST', json: body, jar, timeoutMs: 30_000 });
   const verifyBody = (row: WorkplaceRow, output: unknown[] = []) => ({
     ...row,
     response: { ...placeholderResponse(), output: [...output, ...placeholderResponse().output] },

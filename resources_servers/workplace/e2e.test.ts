@@ -49,8 +49,8 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
   const exited = new Promise<number | null>((resolve) => env.once('exit', (code) => resolve(code)));
   try {
     await eventually(() => /All 2 \/ 2 servers ready/.test(stdout) || env.exitCode !== null, {
-      what: 'gym env start to report ready',
-      timeoutMs: 20_000,
+      what: () => `gym env start to report ready (so far:\n${stdout}\n${stderr})`,
+      timeoutMs: 120_000,
     });
     assert.match(stdout, /All 2 \/ 2 servers ready/, `${stdout}\n${stderr}`);
     assert.match(stdout, /workplace_resources_server/);

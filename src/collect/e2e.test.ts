@@ -12,6 +12,7 @@ import { findFreePort } from '../config/index.js';
 import { reply, startScriptedService, type ScriptedService } from '../testing/index.js';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
 import { addendsOf, counterEvalArgs, solveCounterTask } from '../../test/support/live-run.js';
+import { eventually } from '../../test/support/wait.js';
 
 const services: ScriptedService[] = [];
 after(async () => {
@@ -63,14 +64,28 @@ test('the counter environment and the remote agent, started by gym eval run, end
   assert.match(res.stdout, /Mean reward 1\.0000 over 4 completed; 0\.8000 over 5 attempted with failures counted as 0/);
 });
 
-test('Ctrl-C during collection stops every server, records no spurious failures, and exits 130', async () => {
+test('Ctrl-C during collection stops every server, records no spurious failures, and exits 130', async (t) => {
   const service = await startScriptedService(() => reply.hang());
   services.push(service);
   const dir = tempDir('tsgym-e2e-int-');
   const running = spawnGym(counterEvalArgs(service.url, await findFreePort(), 'r.jsonl'), { cwd: dir });
-  await service.waitForCalls(1);
-  const ports = [...running.stderr().matchAll(/listening on http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
-  assert.equal(ports.length, 2, running.stderr());
+  t.after(() => void running.child.kill('SIGKILL'));
+  // The first call reaching the service, or the run ending without one (then the test fails with its output).
+  await Promise.race([
+    service.waitForCalls(1),
+    running.result.then((early) => {
+      throw new Error(`gym eval run ended (${early.code}) before calling the service:\n${early.stderr}`);
+    }),
+  ]);
+  // The servers' listening lines reach gym's stderr through the supervisor's pipes at their own pace, which a busy
+  // machine can make later than the servers' readiness: waited for, not assumed.
+  const listening = (): number[] =>
+    [...running.stderr().matchAll(/listening on http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+  await eventually(() => listening().length === 2, {
+    what: () => `both servers' listening lines (stderr so far: ${running.stderr()})`,
+    timeoutMs: 120_000,
+  });
+  const ports = listening();
   running.child.kill('SIGINT');
   const result = await running.result;
   assert.equal(result.code, 130, result.stderr);

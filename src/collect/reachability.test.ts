@@ -49,7 +49,7 @@ async function rigWithAbsentAgent(): Promise<{ dir: string; port: number; args: 
 }
 
 describe('agent reachability (D20)', () => {
-  test('an agent refusing connections is waited for and the undelivered rollouts are re-sent: no failure row', async () => {
+  test('an agent refusing connections is waited for and the undelivered rollouts are re-sent: no failure row', async (t) => {
     const rig = await rigWithAbsentAgent();
     writeJsonl(path.join(rig.dir, 'in.jsonl'), [
       row(0, 'live_agent'),
@@ -57,12 +57,14 @@ describe('agent reachability (D20)', () => {
       row(2, 'absent_agent'),
       row(3, 'live_agent'),
     ]);
-    const gym = spawnGym(rig.args(['+num_samples_in_parallel=2', '++agent_unreachable_wait_secs=30']), {
+    // The wait is far longer than the moment the test takes to bring the agent back, even on a busy machine.
+    const gym = spawnGym(rig.args(['+num_samples_in_parallel=2', '++agent_unreachable_wait_secs=300']), {
       cwd: rig.dir,
     });
+    t.after(() => void gym.child.kill('SIGKILL'));
     await eventually(
-      () => /waiting for agent 'absent_agent' up to 30s \(agent_unreachable_wait_secs\)/.test(gym.stderr()),
-      { what: 'the waiting line', timeoutMs: 20_000 },
+      () => /waiting for agent 'absent_agent' up to 300s \(agent_unreachable_wait_secs\)/.test(gym.stderr()),
+      { what: () => `the waiting line (stderr so far: ${gym.stderr()})`, timeoutMs: 120_000 },
     );
     const back = await startFakeAgent('absent_agent', ok, { port: rig.port });
     open.push(back);
@@ -88,14 +90,20 @@ describe('agent reachability (D20)', () => {
       row(4, 'live_agent'),
     ];
     writeJsonl(path.join(rig.dir, 'in.jsonl'), rows);
-    const started = Date.now();
     const res = await runGym(rig.args(['+num_samples_in_parallel=1', '++agent_unreachable_wait_secs=0.5']), {
       cwd: rig.dir,
     });
     assert.equal(res.code, 1, res.stdout + res.stderr);
-    assert.ok(Date.now() - started < 15_000);
     assert.match(res.stderr, /waiting for agent 'absent_agent' up to 0\.5s/);
-    assert.match(res.stderr, /Giving up on agent 'absent_agent' at http:\/\/127\.0\.0\.1:\d+ could not be reached/);
+    // It gave up after the configured 0.5 s, not the default 60 s: the outage it reports, measured by the collector
+    // itself (never this process's clock, which also counts the CLI's start on a busy machine), is far below 60 s.
+    const gaveUp =
+      /Giving up on agent 'absent_agent' at http:\/\/127\.0\.0\.1:\d+ could not be reached for (\d+\.\d)s \(agent_unreachable_wait_secs=0\.5\)/.exec(
+        res.stderr,
+      );
+    assert.ok(gaveUp, res.stderr);
+    const outageSecs = Number(gaveUp[1]);
+    assert.ok(outageSecs >= 0.5 && outageSecs < 30, `gave up after ${outageSecs}s`);
     assert.match(
       res.stderr,
       /1 rollout\(s\) completed, 0 failed, 4 not run \(never delivered, so they spend no attempt\) of 5/,

@@ -171,7 +171,7 @@ test('resume without the previous files says so and runs fresh (case 67)', async
   assert.equal(readJsonl(r.file('r.jsonl')).length, 1);
 });
 
-test('a collector killed with SIGKILL mid-run, then resumed, ends with every key exactly once (D10)', async () => {
+test('a collector killed with SIGKILL mid-run, then resumed, ends with every key exactly once (D10)', async (t) => {
   let holdSlowRows = true;
   const rows = Array.from({ length: 20 }, (_, x) => row(x));
   const r = await rig(
@@ -179,9 +179,11 @@ test('a collector killed with SIGKILL mid-run, then resumed, ends with every key
     rows,
   );
   const running = spawnGym([...r.args, '--concurrency', '20', '--num-repeats', '2'], { cwd: r.dir });
+  t.after(() => void running.child.kill('SIGKILL'));
   // The fast rows' 24 rollouts land on disk while the slow rows' 16 are in flight: kill now.
   await eventually(() => lineCount(r.file('r.jsonl')) >= 24 && r.agent.runs.length >= 40, {
     what: '24 finished rollouts and 40 dispatched',
+    timeoutMs: 120_000,
   });
   running.child.kill('SIGKILL');
   const killed = await running.result;

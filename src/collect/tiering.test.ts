@@ -27,7 +27,8 @@ function callsUntilOptimized(setup: string, nodeFlags: string[] = []): number {
       '-e',
       script,
     ],
-    { encoding: 'utf8', timeout: 30_000 },
+    // Only an upper bound, for a hung process: the loop takes milliseconds.
+    { encoding: 'utf8', timeout: 120_000 },
   );
   return Number(out);
 }

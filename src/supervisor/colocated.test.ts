@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { stringify } from 'yaml';
-import { spawnGym, tempDir } from '../../test/support/cli.js';
+import { spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { KIT_URL } from '../../test/support/environment-process.js';
 import { isAlive, processesWithMarker, serverInstances, waitForEnvironment } from '../../test/support/environments.js';
 import { eventually } from '../../test/support/wait.js';
@@ -30,7 +30,7 @@ export const environment = defineEnvironment({
       run: () => {
         setTimeout(() => {
           throw new Error('boom from environment code');
-        }, 5);
+        }, 100);
         return { exploding: true };
       },
     }),
@@ -42,6 +42,13 @@ if (isMainModule(import.meta.url)) void runEnvironment(environment);
 `;
 
 const marker = randomUUID();
+/** Every `gym env start` spawned here: one a failed test left running is stopped after the file. */
+const spawned: RunningGym[] = [];
+after(async () => {
+  const left = spawned.filter((gym) => gym.child.exitCode === null && gym.child.signalCode === null);
+  for (const gym of left) gym.child.kill('SIGINT');
+  await Promise.all(left.map((gym) => gym.result));
+});
 
 async function startPair(extra: readonly string[] = []) {
   const dir = tempDir('tsgym-colocated-');
@@ -75,19 +82,29 @@ async function startPair(extra: readonly string[] = []) {
     ],
     { cwd: dir, env: { TSGYM_TEST_MARKER: marker } },
   );
+  spawned.push(gym);
   // Ready when gym env start says so (its own readiness check), not merely when the ports answer: a crash before that
   // line is a failed start-up, not a restart.
   let stdout = '';
   gym.child.stdout!.on('data', (chunk: Buffer | string) => (stdout += String(chunk)));
-  await eventually(() => /^All 2 \/ 2 servers ready/m.test(stdout), {
-    what: 'gym env start to be ready',
-    timeoutMs: 20_000,
-  });
-  const instances = await waitForEnvironment(headPort);
+  await eventually(
+    () => {
+      if (/^All 2 \/ 2 servers ready/m.test(stdout)) return true;
+      if (gym.child.exitCode !== null || gym.child.signalCode !== null)
+        throw new Error(`gym env start exited before it was ready:\n${stdout}\n${gym.stderr()}`);
+      return false;
+    },
+    { what: () => `gym env start to be ready (so far:\n${stdout}\n${gym.stderr()})`, timeoutMs: 120_000 },
+  );
+  const instances = await waitForEnvironment(headPort, 120_000);
   const stop = async (): Promise<void> => {
     gym.child.kill('SIGINT');
     await gym.result;
-    await eventually(() => processesWithMarker(marker).length === 0, { what: 'no server is left', timeoutMs: 5_000 });
+    await eventually(() => processesWithMarker(marker).length === 0, {
+      what: 'no server is left',
+      timeoutMs: 30_000,
+      intervalMs: 25,
+    });
   };
   return { gym, headPort, logDir, instances, stop };
 }
@@ -100,7 +117,7 @@ test('an exception thrown from co-located environment code restarts the agent an
     assert.equal(boom.pid, agent.pid, 'the two servers share one process');
     assert.notEqual(boom.port, agent.port, 'each keeps its own port');
 
-    const res = await request(`${boom.url}/explode`, { json: {}, timeoutMs: 5_000 });
+    const res = await request(`${boom.url}/explode`, { json: {}, timeoutMs: 30_000 });
     assert.equal(res.status, 200, res.text());
 
     await eventually(
@@ -108,7 +125,7 @@ test('an exception thrown from co-located environment code restarts the agent an
         const now = await serverInstances(pair.headPort);
         return now.length === 2 && now.every((i) => i.restarts === 1 && i.pid !== boom.pid && isAlive(i.pid!));
       },
-      { what: 'both servers to be restarted', timeoutMs: 15_000 },
+      { what: 'both servers to be restarted', timeoutMs: 120_000, intervalMs: 50 },
     );
     const after = await serverInstances(pair.headPort);
     assert.equal(new Set(after.map((i) => i.pid)).size, 1, 'restarted as one process, never half of the pair');
@@ -121,7 +138,7 @@ test('an exception thrown from co-located environment code restarts the agent an
       async () => {
         const answers = await Promise.all(
           after.map((i) =>
-            request(`${i.url}/`, { timeoutMs: 2_000 }).then(
+            request(`${i.url}/`, { timeoutMs: 30_000 }).then(
               (r) => r.status,
               () => 0,
             ),
@@ -129,7 +146,7 @@ test('an exception thrown from co-located environment code restarts the agent an
         );
         return answers.every((status) => status === 200);
       },
-      { what: 'both servers to answer again' },
+      { what: 'both servers to answer again', timeoutMs: 120_000, intervalMs: 50 },
     );
     // Each server keeps its own log file; the shared process's output (the exception's stack included) is in both.
     // (The supervisor appends a line to the log files after passing it on: waited for, not assumed.)
@@ -137,6 +154,7 @@ test('an exception thrown from co-located environment code restarts the agent an
     for (const name of ['boom', 'remote_agent']) {
       await eventually(() => logOf(name).match(/^remote_agent listening on/gm)?.length === 2, {
         what: `${name}.log to hold both starts`,
+        timeoutMs: 120_000,
       });
       assert.match(logOf(name), /boom from environment code/, `${name}.log`);
       assert.equal(logOf(name).match(/^boom listening on/gm)?.length, 2, `${name}.log`);

@@ -43,19 +43,19 @@ const ENVIRONMENT = 'example_session_state_mgmt_resources_server';
 
 test(
   'SIGKILL of the agent server mid-collection: restarted in place, the run completes, each rollout exactly once',
-  { timeout: 60_000 },
+  { timeout: 300_000 },
   (t) => killMidCollection(t, AGENT, false),
 );
 
 test(
   'SIGKILL of the environment mid-collection: rollouts of the lost sessions are retried, never scored',
-  { timeout: 60_000 },
+  { timeout: 300_000 },
   (t) => killMidCollection(t, ENVIRONMENT, false),
 );
 
 test(
   'SIGKILL of a co-located agent and environment mid-collection: both restart as one, each rollout exactly once',
-  { timeout: 60_000 },
+  { timeout: 300_000 },
   (t) => killMidCollection(t, ENVIRONMENT, true),
 );
 
@@ -82,11 +82,13 @@ async function killMidCollection(
     ],
     { cwd: dir, env },
   );
+  // A failed test leaves nothing running and no rollout parked for the next one.
   t.after(async () => {
+    planner.release();
     environment.child.kill('SIGINT');
     await environment.result;
   });
-  await waitForEnvironment(headPort);
+  await waitForEnvironment(headPort, 120_000);
   const beforeAll = await serverInstances(headPort);
   const before = beforeAll.find((i) => i.process_name === killed)!;
   const pids = new Set(beforeAll.map((i) => i.pid));
@@ -106,8 +108,13 @@ async function killMidCollection(
     ...head,
   ];
   const collection = spawnGym(args, { cwd: dir, env });
+  t.after(() => void collection.child.kill('SIGKILL'));
   const rollouts = path.join(dir, 'r.jsonl');
-  await eventually(() => lineCount(rollouts) >= 40, { what: 'the collection to be under way', timeoutMs: 20_000 });
+  await eventually(() => lineCount(rollouts) >= 40, {
+    what: 'the collection to be under way',
+    timeoutMs: 120_000,
+    intervalMs: 20,
+  });
   let doneAtKill: number;
   if (killed === AGENT) {
     process.kill(before.pid!, 'SIGKILL');
@@ -117,11 +124,11 @@ async function killMidCollection(
     planner.hold();
     await eventually(() => planner.parked === CONCURRENCY, {
       what: 'every rollout in flight to wait at the service',
-      timeoutMs: 10_000,
+      timeoutMs: 120_000,
     });
     doneAtKill = lineCount(rollouts);
     process.kill(before.pid!, 'SIGKILL');
-    await restartedAndAnswering(headPort, killed, 10_000);
+    await restartedAndAnswering(headPort, killed, 120_000);
     planner.release();
   }
   const res = await collection.result;
@@ -185,7 +192,7 @@ async function killMidCollection(
   await environment.result;
   await eventually(() => processesWithMarker(marker).length === 0, {
     what: 'no server is left',
-    timeoutMs: 5_000,
+    timeoutMs: 30_000,
     intervalMs: 25,
   });
 }
@@ -218,17 +225,20 @@ function gatedPlanner() {
   };
 }
 
-/** Wait (bounded) until the head server lists `name` as restarted once and its new process answers. */
+/** Wait (bounded: `timeoutMs` is only an upper bound) until the head server lists `name` as restarted once and its
+ * new process answers. */
 async function restartedAndAnswering(headPort: number, name: string, timeoutMs: number): Promise<void> {
-  const deadline = AbortSignal.timeout(timeoutMs);
   let url: string | undefined;
-  while (url === undefined && !deadline.aborted) {
-    const instance = (await serverInstances(headPort)).find((i) => i.process_name === name);
-    if (instance?.restarts === 1) url = instance.url;
-    else await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await eventually(
+    async () => {
+      const instance = (await serverInstances(headPort)).find((i) => i.process_name === name);
+      if (instance?.restarts === 1) url = instance.url;
+      return url !== undefined;
+    },
+    { what: `the head server to list ${name} as restarted once`, timeoutMs, intervalMs: 25 },
+  );
   assert.ok(
-    url !== undefined && (await waitUntilAnswering(url, { signal: deadline })),
-    `${name} was not restarted within ${timeoutMs} ms`,
+    await waitUntilAnswering(url!, { signal: AbortSignal.timeout(timeoutMs) }),
+    `${name} was restarted but did not answer within ${timeoutMs} ms`,
   );
 }

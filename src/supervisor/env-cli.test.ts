@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { findFreePort } from '../config/index.js';
 import type { InstanceRecord } from '../server/head-server.js';
 import {
@@ -28,7 +28,10 @@ interface Gym {
   stdout: string;
   stderr: string;
   exit: Promise<number | null>;
-  /** Resolves with the first match in stdout, as soon as it appears; rejects if the process exits first. */
+  /**
+   * Resolves with the first match in stdout, as soon as it appears; rejects if the process exits first. `timeoutMs`
+   * (default 120 s) is only an upper bound for a busy machine.
+   */
   waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
@@ -37,12 +40,19 @@ describe('gym env start / status / stop', () => {
   const marker = randomUUID();
   let counterConfig: string;
   let logDirs = 0;
+  /** Every gym process a test spawned: one still running after its test (a failed one) is stopped then. */
+  const spawned: Gym[] = [];
 
   before(() => {
     scratch = makeScratch();
     counterConfig = scratch.writeConfig('counter.yaml', {
       example_session_state_mgmt_resources_server: counterServer(),
     });
+  });
+  afterEach(async () => {
+    const left = spawned.splice(0).filter((run) => run.child.exitCode === null && run.child.signalCode === null);
+    for (const run of left) run.child.kill('SIGINT');
+    await Promise.all(left.map((run) => run.exit));
   });
   after(() => scratch.remove());
 
@@ -56,8 +66,9 @@ describe('gym env start / status / stop', () => {
       child,
       stdout: '',
       stderr: '',
-      exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
-      waitForStdout(pattern, timeoutMs = 10_000) {
+      // 'close', not 'exit': by then every line the process wrote has been read.
+      exit: new Promise((resolve) => child.once('close', (code) => resolve(code))),
+      waitForStdout(pattern, timeoutMs = 120_000) {
         return new Promise((resolve, reject) => {
           const check = (): void => {
             const match = run.stdout.match(pattern);
@@ -66,8 +77,11 @@ describe('gym env start / status / stop', () => {
             resolve(match);
           };
           const onExit = (code: number | null): void => {
+            // Its last chunk may hold the line: every byte has been read by 'close'.
+            const match = run.stdout.match(pattern);
             finish();
-            reject(new Error(`gym exited (${code}) before printing ${pattern}:\n${run.stdout}\n${run.stderr}`));
+            if (match) resolve(match);
+            else reject(new Error(`gym exited (${code}) before printing ${pattern}:\n${run.stdout}\n${run.stderr}`));
           };
           const timer = setTimeout(() => {
             finish();
@@ -75,17 +89,19 @@ describe('gym env start / status / stop', () => {
           }, timeoutMs);
           const finish = (): void => {
             clearTimeout(timer);
-            child.stdout!.off('data', check);
-            child.off('exit', onExit);
+            child.stdout!.off('data', onData);
+            child.off('close', onExit);
           };
-          child.stdout!.on('data', () => setImmediate(check));
-          child.once('exit', onExit);
+          const onData = (): void => void setImmediate(check);
+          child.stdout!.on('data', onData);
+          child.once('close', onExit);
           check();
         });
       },
     };
     child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString('utf8')));
     child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString('utf8')));
+    spawned.push(run);
     return run;
   }
 
@@ -107,17 +123,15 @@ describe('gym env start / status / stop', () => {
     return { run, headPort, logDir };
   }
 
-  async function finished(run: Gym): Promise<number | null> {
-    const code = await run.exit;
-    // Let the pipes drain so the assertions see every line.
-    await new Promise((resolve) => setImmediate(resolve));
-    return code;
+  /** The exit code, once the process has exited and its output has all been read. */
+  function finished(run: Gym): Promise<number | null> {
+    return run.exit;
   }
 
   const nothingLeft = (): Promise<void> =>
     eventually(() => processesWithMarker(marker).length === 0, {
       what: 'no process started by the test is left',
-      timeoutMs: 5_000,
+      timeoutMs: 30_000,
       intervalMs: 25,
     });
 
@@ -215,7 +229,7 @@ describe('gym env start / status / stop', () => {
     const pid = await serverPidFromTable(run);
     run.child.kill('SIGKILL');
     await finished(run);
-    await eventually(() => !isAlive(pid), { what: 'the orphaned server is killed', timeoutMs: 3_000 });
+    await eventually(() => !isAlive(pid), { what: 'the orphaned server is killed', timeoutMs: 30_000 });
     await nothingLeft();
   });
 

@@ -74,7 +74,7 @@ before(async () => {
     ],
     { cwd: dir },
   );
-  instances = await waitForEnvironment(headPort);
+  instances = await waitForEnvironment(headPort, 120_000);
 });
 
 after(async () => {
@@ -95,7 +95,7 @@ test('a NeMo Gym-style collector gets the reference /run answers from a co-locat
     'python3',
     ['-c', NEMO_GYM_LIKE_COLLECTOR, agent.url, environment.url, data],
     {
-      timeout: 60_000,
+      timeout: 300_000,
     },
   );
   const report = JSON.parse(stdout) as {

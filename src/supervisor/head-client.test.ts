@@ -29,7 +29,7 @@ describe('head client', () => {
   });
 
   it('probes health in the reference four words: any HTTP answer (even 404) is success', async () => {
-    assert.equal(await probeHealth(other.url), 'success');
+    assert.equal(await probeHealth(other.url, 30_000), 'success');
     assert.equal(await probeHealth(`http://127.0.0.1:${await findFreePort()}`), 'connection_error');
     assert.equal(await probeHealth(null), 'unknown_error');
   });
@@ -84,7 +84,7 @@ describe('head client', () => {
     assert.deepEqual(await requestShutdown(head.url), { kind: 'accepted' });
     await stopped;
     await head.close();
-    assert.equal(await waitUntilGone(head.url, 2_000, 10), true);
+    assert.equal(await waitUntilGone(head.url, 30_000, 10), true);
   });
 
   it('formats uptimes as Xd Yh Zm S.Ss', () => {

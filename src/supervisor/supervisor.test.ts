@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { findFreePort, isPortFree, loadGlobalConfig, type GlobalConfig } from '../config/index.js';
 import { ConfigError, GymError } from '../errors.js';
-import { request } from '../http/client.js';
+import { isConnectError, request } from '../http/client.js';
 import type { InstanceRecord } from '../server/head-server.js';
 import { StartAborted, startEnvironment, type RunningEnvironment, type StartOptions } from './supervisor.js';
 import {
@@ -26,7 +26,8 @@ class Output extends PassThrough {
     super();
     this.on('data', (chunk: Buffer) => (this.text += chunk.toString('utf8')));
   }
-  waitFor(pattern: RegExp, timeoutMs = 5_000): Promise<RegExpMatchArray> {
+  /** `timeoutMs` is only an upper bound: on a busy machine a line can take seconds to come through the pipes. */
+  waitFor(pattern: RegExp, timeoutMs = 120_000): Promise<RegExpMatchArray> {
     return new Promise((resolve, reject) => {
       const check = (): boolean => {
         const match = this.text.match(pattern);
@@ -52,8 +53,14 @@ describe('startEnvironment', () => {
   const env = { ...process.env, TSGYM_TEST_MARKER: marker };
   let configs = 0;
 
+  /** Every environment a test started, stopped after it even when it failed half-way (`stop()` is idempotent). */
+  const started: RunningEnvironment[] = [];
+
   before(() => {
     scratch = makeScratch();
+  });
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((running) => running.stop()));
   });
   after(() => scratch.remove());
 
@@ -67,20 +74,26 @@ describe('startEnvironment', () => {
     });
   }
 
-  function start(config: GlobalConfig, out: Output, options: Partial<StartOptions> = {}): Promise<RunningEnvironment> {
-    return startEnvironment(config, {
+  async function start(
+    config: GlobalConfig,
+    out: Output,
+    options: Partial<StartOptions> = {},
+  ): Promise<RunningEnvironment> {
+    const running = await startEnvironment(config, {
       cwd: scratch.dir,
       env,
       out,
       logDir: path.join(scratch.dir, `logs-${configs}`),
       ...options,
     });
+    started.push(running);
+    return running;
   }
 
   const nothingLeft = (): Promise<void> =>
     eventually(() => processesWithMarker(marker).length === 0, {
       what: 'no test process is left',
-      timeoutMs: 3_000,
+      timeoutMs: 30_000,
       intervalMs: 25,
     });
 
@@ -94,7 +107,7 @@ describe('startEnvironment', () => {
         ['alpha', 'beta'],
       );
       const listed = (
-        await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })
+        await request(`${running.headUrl}/server_instances`, { timeoutMs: 30_000 })
       ).json() as InstanceRecord[];
       assert.deepEqual(
         listed.map((i) => [i.process_name, i.pid]),
@@ -106,7 +119,7 @@ describe('startEnvironment', () => {
         assert.equal(instance.entrypoint, 'app.mjs');
         assert.equal(instance.dir_path, path.join(scratch.dir, 'resources_servers', 'fixture'));
         assert.ok(isAlive(instance.pid!));
-        assert.equal((await request(`${instance.url}/`, { timeoutMs: 2_000 })).status, 200);
+        assert.equal((await request(`${instance.url}/`, { timeoutMs: 30_000 })).status, 200);
       }
       if (process.platform === 'linux') {
         const marked = processesWithMarker(marker);
@@ -126,7 +139,8 @@ describe('startEnvironment', () => {
     }
     assert.deepEqual(await running.done, { kind: 'stopped' });
     for (const instance of running.instances) assert.equal(isAlive(instance.pid!), false);
-    await assert.rejects(request(`${running.headUrl}/`, { timeoutMs: 1_000 }));
+    // Refused, not merely slow: the head server is closed.
+    await assert.rejects(request(`${running.headUrl}/`, { timeoutMs: 30_000 }), isConnectError);
     await nothingLeft();
   });
 
@@ -203,7 +217,7 @@ describe('startEnvironment', () => {
         /\(alpha\) was killed by SIGKILL unexpectedly; restarting it on http:\/\/127\.0\.0\.1:\d+ in 0\.25s \(restart 1 of at most 5 within 10 minutes\)/,
       );
       const listed = (
-        await request(`${running.headUrl}/server_instances`, { timeoutMs: 2_000 })
+        await request(`${running.headUrl}/server_instances`, { timeoutMs: 30_000 })
       ).json() as InstanceRecord[];
       const record = listed.find((i) => i.process_name === 'alpha')!;
       assert.equal(record.url, url);
@@ -212,7 +226,7 @@ describe('startEnvironment', () => {
       assert.equal(record.restarts, 1);
       assert.match(record.last_exit ?? '', /^was killed by SIGKILL at \d{4}-/);
       assert.equal(listed.find((i) => i.process_name === 'beta')!.restarts, 0);
-      assert.equal((await request(`${url}/`, { timeoutMs: 2_000 })).status, 200);
+      assert.equal((await request(`${url}/`, { timeoutMs: 30_000 })).status, 200);
       assert.ok(isAlive(running.instances[1]!.pid!), 'the other server was touched');
       // The restarted server logs to the same file.
       const starts = (): number =>
@@ -232,19 +246,20 @@ describe('startEnvironment', () => {
 
   it('D20: a crash loop (more restarts than the policy allows within its window) stops the environment with the log tail', async () => {
     const out = new Output();
-    const restartPolicy = { maxRestarts: 2, windowMs: 60_000, backoffMs: [10, 20] };
+    // A window far longer than three deaths take even on a busy machine: the third always lands inside it.
+    const restartPolicy = { maxRestarts: 2, windowMs: 600_000, backoffMs: [10, 20] };
     const running = await start(await load({ alpha: fixtureServer('serve'), beta: fixtureServer('serve') }), out, {
       restartPolicy,
     });
     const die = async (): Promise<void> => {
-      await request(`${running.instances[0]!.url}/die`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+      await request(`${running.instances[0]!.url}/die`, { method: 'POST', json: {}, timeoutMs: 30_000 });
     };
     await die();
     await out.waitFor(/\(alpha\) restarted .*\n/);
     await die();
     await eventually(() => (out.text.match(/\(alpha\) restarted \(pid/g) ?? []).length === 2, {
       what: 'the second restart answers',
-      timeoutMs: 5_000,
+      timeoutMs: 120_000,
     });
     await die();
     const reason = await running.done;
@@ -254,7 +269,7 @@ describe('startEnvironment', () => {
     assert.equal(reason.kind === 'server_exited' && reason.restarts, 2);
     assert.match(
       out.text,
-      /\(alpha\) exited with code 7 unexpectedly after 2 restart\(s\) within 1 minutes: a crash loop, so the environment is stopped\. Its last \d+ log line\(s\)/,
+      /\(alpha\) exited with code 7 unexpectedly after 2 restart\(s\) within 10 minutes: a crash loop, so the environment is stopped\. Its last \d+ log line\(s\)/,
     );
     assert.equal(isAlive(running.instances[1]!.pid!), false);
     await nothingLeft();
@@ -262,11 +277,14 @@ describe('startEnvironment', () => {
 
   it('escalates to SIGKILL when a server ignores SIGINT', async () => {
     const out = new Output();
-    const running = await start(await load({ stubborn: fixtureServer('ignore_sigint') }), out, { graceMs: 300 });
-    const started = Date.now();
+    // A grace period long enough for a busy machine to let the server see SIGINT (and say so) before the SIGKILL.
+    const graceMs = 3_000;
+    const running = await start(await load({ stubborn: fixtureServer('ignore_sigint') }), out, { graceMs });
+    const stopStarted = Date.now();
     await running.stop();
-    assert.match(out.text, /\(stubborn\) ignoring SIGINT/);
-    assert.ok(Date.now() - started >= 280, 'the grace period was skipped');
+    assert.ok(Date.now() - stopStarted >= graceMs - 20, 'the grace period was skipped');
+    // The server's line comes through the supervisor's pipe at its own pace: waited for, not assumed.
+    await out.waitFor(/\(stubborn\) ignoring SIGINT/);
     assert.equal(isAlive(running.instances[0]!.pid!), false);
     await nothingLeft();
   });
@@ -277,7 +295,7 @@ describe('startEnvironment', () => {
     const grandchild = Number((await out.waitFor(/grandchild pid (\d+)/))[1]);
     assert.ok(isAlive(grandchild));
     await running.stop();
-    await eventually(() => !isAlive(grandchild), { what: 'the grandchild is gone', timeoutMs: 2_000 });
+    await eventually(() => !isAlive(grandchild), { what: 'the grandchild is gone', timeoutMs: 30_000 });
     await nothingLeft();
   });
 
@@ -309,7 +327,7 @@ describe('startEnvironment', () => {
     const starting = start(config, out);
     await out.waitFor(/starting as never_listen/);
     const headPort = (config.head_server as { port: number }).port;
-    await request(`http://127.0.0.1:${headPort}/shutdown`, { method: 'POST', json: {}, timeoutMs: 2_000 });
+    await request(`http://127.0.0.1:${headPort}/shutdown`, { method: 'POST', json: {}, timeoutMs: 30_000 });
     await assert.rejects(starting, StartAborted);
     await nothingLeft();
   });

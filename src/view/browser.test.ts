@@ -46,12 +46,18 @@ after(async () => {
 async function serve(rolloutsPath: string, comparePath?: string): Promise<ViewServer> {
   const server = await startViewServer({ rolloutsPath, port: 0, ...(comparePath ? { comparePath } : {}) });
   servers.push(server);
+  // A page waits only so long for the index before showing the rows indexed so far: the rows are all indexed first.
+  await server.index();
   return server;
 }
+
+/** Upper bound for every wait on a page (navigation, an element, a click): a busy machine, not a slow viewer. */
+const PAGE_TIMEOUT_MS = 120_000;
 
 /** A page whose every request must be to the loopback server and that must log no error. */
 async function loopbackPage(): Promise<{ page: Page; check: () => void }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
   const offLoopback: string[] = [];
   const errors: string[] = [];
   page.on('request', (request) => {
@@ -120,8 +126,8 @@ describe('gym view in Chromium', () => {
     const { page, check } = await loopbackPage();
     await page.goto(`${server.url}/`);
     const inFlight = page.locator('#in-flight tr[data-key="0:0:0"]');
-    await inFlight.waitFor({ timeout: 20_000 });
-    await page.locator('#in-flight tr.stalled[data-key="0:0:0"]').waitFor({ timeout: 20_000 });
+    await inFlight.waitFor({ timeout: PAGE_TIMEOUT_MS });
+    await page.locator('#in-flight tr.stalled[data-key="0:0:0"]').waitFor({ timeout: PAGE_TIMEOUT_MS });
     const cells = await inFlight.locator('td').allTextContents();
     assert.equal(cells[3], 'remote_agent');
     assert.equal(cells[4], 'calling_service');
@@ -131,8 +137,8 @@ describe('gym view in Chromium', () => {
     await screenshot(page, 'live');
 
     run.release();
-    await page.locator('#recent tr[data-key="0:0:0"]').waitFor({ timeout: 30_000 });
-    await page.locator('#live-body[data-state="finished"]').waitFor({ timeout: 30_000 });
+    await page.locator('#recent tr[data-key="0:0:0"]').waitFor({ timeout: PAGE_TIMEOUT_MS });
+    await page.locator('#live-body[data-state="finished"]').waitFor({ timeout: PAGE_TIMEOUT_MS });
     assert.equal(await page.locator('#in-flight tr').count(), 0);
     assert.match((await page.locator('#recent tr[data-key="0:0:0"]').textContent()) ?? '', /remote_agent\s*1\s*ok/);
     const result = await run.gym.result;
@@ -140,6 +146,7 @@ describe('gym view in Chromium', () => {
 
     // After the run, the charts from its status file (history, step latencies) are drawn (charts refresh every 5 s;
     // a reload shows them at once).
+    await server.index();
     await page.reload();
     for (const chart of ['rate', 'latency']) {
       const paths = page.locator(`figure[data-chart="${chart}"] svg path.series`);

@@ -11,12 +11,24 @@ test('gym view prints the URL it serves on, serves the index there, and stops on
   let stdout = '';
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
-    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, { what: 'the URL line' });
+    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, {
+      what: 'the URL line',
+      timeoutMs: 120_000,
+    });
     const match = /^Viewing rollouts\.jsonl at (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout);
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
-    const res = await fetch(`${match[1]}/`);
-    assert.equal(res.status, 200);
-    assert.match(await res.text(), /5 rollouts<\/strong>: 3 ok/);
+    // A page shows the rows indexed so far when indexing takes longer than it waits (on a busy machine it can):
+    // the index shows all five once indexed.
+    let page = '';
+    await eventually(
+      async () => {
+        const res = await fetch(`${match[1]}/`);
+        assert.equal(res.status, 200);
+        page = await res.text();
+        return /5 rollouts<\/strong>: 3 ok/.test(page);
+      },
+      { what: () => `the index to list the 5 rollouts (last page: ${page})`, timeoutMs: 120_000, intervalMs: 100 },
+    );
   } finally {
     gym.child.kill('SIGTERM');
   }
@@ -38,15 +50,25 @@ test('gym view A B serves the comparison and says where; a third file is a usage
   let stdout = '';
   gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
   try {
-    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, { what: 'the URL line' });
+    await eventually(() => /\n/.test(stdout) || gym.child.exitCode !== null, {
+      what: 'the URL line',
+      timeoutMs: 120_000,
+    });
     const match =
       /^Comparing .*rollouts\.jsonl \(A\) with .*rollouts\.jsonl \(B\) at (http:\/\/127\.0\.0\.1:\d+\/compare)\n/.exec(
         stdout,
       );
     assert.ok(match, `unexpected output: ${stdout}${gym.stderr()}`);
-    const res = await fetch(match[1]!);
-    assert.equal(res.status, 200);
-    assert.match(await res.text(), /3 tasks<\/strong>: <span class="verdict-improved">0 improved/);
+    let page = '';
+    await eventually(
+      async () => {
+        const res = await fetch(match[1]!);
+        assert.equal(res.status, 200);
+        page = await res.text();
+        return /3 tasks<\/strong>: <span class="verdict-improved">0 improved/.test(page);
+      },
+      { what: () => `the comparison of the 3 tasks (last page: ${page})`, timeoutMs: 120_000, intervalMs: 100 },
+    );
   } finally {
     gym.child.kill('SIGTERM');
   }

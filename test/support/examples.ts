@@ -25,7 +25,7 @@ export interface SpawnedService {
 
 /**
  * Spawn a service and resolve with its URL once it prints `listening on http://…`. Rejects with the process's
- * output when it exits first or stays silent for `timeoutMs`.
+ * output when it exits first or stays silent for `timeoutMs` (default 120 s: only an upper bound, for a busy machine).
  */
 export function spawnService(
   command: string,
@@ -46,10 +46,10 @@ export function spawnService(
       void close();
       reject(
         new Error(
-          `${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 30_000} ms:\n${printed}`,
+          `${command} ${args.join(' ')} did not report its URL within ${options.timeoutMs ?? 120_000} ms:\n${printed}`,
         ),
       );
-    }, options.timeoutMs ?? 30_000);
+    }, options.timeoutMs ?? 120_000);
     const onData = (chunk: Buffer): void => {
       printed += chunk.toString('utf8');
       const match = /listening on (http:\/\/\S+)/.exec(printed);
@@ -71,9 +71,16 @@ export function spawnService(
   });
 }
 
+/**
+ * The deadlines `gym agent check` runs with in tests: a call's timeout, and the latency above which a call is a warning
+ * (which fails a test that wants every check to pass). Both far above what a call takes, even on a busy machine: what
+ * the tests check is conformance, never speed.
+ */
+export const AGENT_CHECK_DEADLINES = { timeoutMs: 60_000, slowCallMs: 60_000 } as const;
+
 /** Run `gym agent check` against `url` and fail the test, listing the offending lines, unless every check passes. */
 export async function assertAgentCheckPasses(url: string): Promise<AgentCheckReport> {
-  const report = await runAgentCheck(url, { timeoutMs: 10_000 });
+  const report = await runAgentCheck(url, AGENT_CHECK_DEADLINES);
   const notPassing = report.checks.filter((check) => check.status !== 'pass');
   assert.deepEqual(
     notPassing.map((check) => `${check.status.toUpperCase()} ${check.name}: ${check.detail}`),
@@ -164,7 +171,8 @@ export async function runDatasetRollouts(
     const worker = async (): Promise<void> => {
       while (next < lines.length) {
         const index = next++;
-        const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: lines[index]!, timeoutMs: 20_000 });
+        // Only an upper bound: a rollout takes milliseconds here, seconds on a busy machine.
+        const res = await request(`${agent.url}/run`, { method: 'POST', jsonText: lines[index]!, timeoutMs: 120_000 });
         assert.equal(res.status, 200, res.text());
         rows[index] = res.json() as RolloutRow;
       }

@@ -1,19 +1,184 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { openSandboxHost, type SandboxHost } from './host.js';
 import { systemBinds } from './bwrap-args.js';
 import type { LimitName } from './limits.js';
-import type { Sandbox } from './sandbox.js';
+import { hostProcesses } from './processes.js';
+import type { CommandResult, Sandbox } from './sandbox.js';
 import { mountsUnder, pidsOfUid, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
 import { tempDir } from '../../../test/support/cli.js';
 import { eventually } from '../../../test/support/wait.js';
 
 const unavailable = sandboxTestsUnavailable();
 const MIB = 1024 * 1024;
+/** The processes of a session's uid the host below allows at once: one command's 24, plus its bwrap monitor and launcher. */
+const PROCESS_CAP = 24 + 2;
+
+/** Pids of `uid`'s processes running exactly `command` (argv joined by spaces). */
+function pidsRunning(uid: number, command: string): number[] {
+  return hostProcesses()
+    .filter((proc) => proc.uid === uid && proc.cmdline.trim() === command)
+    .map((proc) => proc.pid);
+}
+
+/** SIGKILL `uid`'s processes running exactly `command`. */
+function killRunning(uid: number, command: string): void {
+  for (const pid of pidsRunning(uid, command)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/**
+ * A fork bomb that holds what it takes, in Python so that a refused fork neither ends the process that tried it (as
+ * it ends a shell) nor floods the output: it writes `ready-<name>` to the hold dir once it runs and waits for `go`;
+ * then every process of it forks, again and again (a refused fork is tried again 0.2 s later), until `stop` exists.
+ * So the session's processes sit at the limit for as long as the test needs, however slowly a loaded machine runs
+ * the rest. Its first process writes `refused-<name>` the first time the kernel refuses it a fork (the limit's own
+ * word that the session is at it) and, once stopped, ends by raising that refusal; the others end quietly.
+ */
+const HOLDING_BOMB = [
+  'import os, sys, time',
+  'hold = "/work/.hold/"',
+  'name = sys.argv[1]',
+  'open(hold + "ready-" + name, "w").close()',
+  'while not os.path.exists(hold + "go"): time.sleep(0.05)',
+  'first = os.getpid()',
+  'refused = None',
+  'while not os.path.exists(hold + "stop"):',
+  '    try:',
+  '        os.fork()',
+  '    except BlockingIOError as err:',
+  '        if refused is None and os.getpid() == first:',
+  '            refused = err',
+  '            open(hold + "refused-" + name, "w").close()',
+  '        time.sleep(0.2)',
+  'if os.getpid() != first: os._exit(0)',
+  'raise refused',
+].join('\n');
+const holdingBomb = (name: string): string => `python3 -c '${HOLDING_BOMB}' ${name}`;
+
+/**
+ * A memory hog that holds the memory limit: it claims 8 MiB at a time until RLIMIT_AS refuses it (bytes(n) comes
+ * from calloc, so no page is touched: it gets there in milliseconds of CPU however slow page faults are here), gives
+ * one chunk back (room for what follows), writes `refused-hog` to the hold dir, and once `stop` exists ends by
+ * raising the MemoryError it got.
+ */
+const HOLDING_HOG = [
+  'import os, time',
+  'hold = "/work/.hold/"',
+  'chunks = []',
+  'try:',
+  '    while True: chunks.append(bytes(8 << 20))',
+  'except MemoryError as err:',
+  '    refused = err',
+  'chunks.pop()',
+  'open(hold + "refused-hog", "w").close()',
+  'while not os.path.exists(hold + "stop"): time.sleep(0.2)',
+  'raise refused',
+].join('\n');
+
+/** Commands that hold a condition (a limit reached) until the test releases them, and what the test sees of them. */
+interface Held {
+  /** Resolves once every one of `files` is in the hold dir; rejects at once should a held command end first. */
+  waitFor(files: string[], what: () => string): Promise<void>;
+  /** Put `file` in the hold dir (from the host). */
+  signal(file: string): void;
+  /** Why a held command ended before its release, or undefined while they all run. */
+  endedEarly(): string | undefined;
+  /** Put `stop` in the hold dir, wait for every command to end, remove the hold dir: their results, in order. */
+  release(): Promise<CommandResult[]>;
+}
+
+/**
+ * Run `commands` in `sandbox` with a hold dir (`/work/.hold`) to talk through; they are released when the test ends
+ * whatever happens, so a failing test leaves no command holding a limit of the shared sandbox.
+ */
+function holdCommands(t: TestContext, sandbox: Sandbox, commands: string[]): Held {
+  const dir = path.join(sandbox.workDir, '.hold');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir);
+  chownSync(dir, sandbox.uid, sandbox.uid);
+  const runs = commands.map((command) => sandbox.runCommand(command));
+  let early: string | undefined;
+  let released = false;
+  runs.forEach((run, i) =>
+    run.then(
+      (result) => {
+        if (!released) early ??= `${commands[i]} ended before its release: ${JSON.stringify(result)}`;
+      },
+      (err: unknown) => (early ??= `${commands[i]} failed: ${String(err)}`),
+    ),
+  );
+  const release = async (): Promise<CommandResult[]> => {
+    released = true;
+    writeFileSync(path.join(dir, 'stop'), '');
+    try {
+      return await Promise.all(runs);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  t.after(async () => {
+    if (!released) await release().catch(() => undefined);
+  });
+  return {
+    waitFor: (files, what) =>
+      eventually(
+        () => {
+          if (early) throw new Error(early);
+          return files.every((file) => existsSync(path.join(dir, file)));
+        },
+        { what, timeoutMs: 60_000, intervalMs: 50 },
+      ),
+    signal: (file) => writeFileSync(path.join(dir, file), ''),
+    endedEarly: () => early,
+    release,
+  };
+}
+
+/**
+ * Start holding bombs called `names` at once in `sandbox`: all of them run before any forks, and this resolves once
+ * the kernel has refused each of them a fork and the session's processes sit at the limit.
+ */
+async function holdBombs(t: TestContext, sandbox: Sandbox, names: string[]): Promise<Held> {
+  const held = holdCommands(
+    t,
+    sandbox,
+    names.map((name) => holdingBomb(name)),
+  );
+  await held.waitFor(
+    names.map((name) => `ready-${name}`),
+    () => `every bomb runs (${names.join(', ')})`,
+  );
+  held.signal('go');
+  await held.waitFor(
+    names.map((name) => `refused-${name}`),
+    () => `the kernel refuses every bomb a fork (the session has ${pidsOfUid(sandbox.uid).length} processes)`,
+  );
+  // A refusal can come a process or two below the cap (other forks being refused at the same instant count for a
+  // moment); the bombs fork on until the cap is full, and nothing of theirs ends before the release.
+  await eventually(
+    () => {
+      const early = held.endedEarly();
+      if (early) throw new Error(early);
+      return pidsOfUid(sandbox.uid).length >= PROCESS_CAP;
+    },
+    {
+      what: () => `the bombs hold the whole limit (${pidsOfUid(sandbox.uid).length} of ${PROCESS_CAP} processes)`,
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    },
+  );
+  return held;
+}
 
 describe('bubblewrap sandbox', { skip: unavailable }, () => {
   let baseDir: string;
@@ -26,9 +191,9 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     host = await openSandboxHost({
       baseDir,
       limits: {
-        // Generous: a sandbox's start alone has taken seconds on a loaded 2-core CI machine (the wall_time test sets
-        // its own 0.5 s).
-        commandWallSecs: 30,
+        // Generous: a sandbox's start alone has taken seconds on a loaded 2-core CI machine, and the containment tests
+        // hold their bombs until they release them (the wall_time test sets its own 0.5 s).
+        commandWallSecs: 60,
         commandCpuSecs: 1,
         memoryBytes: 256 * MIB,
         processes: 24,
@@ -84,14 +249,18 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       );
     });
 
-    test("a session sees neither another session's files nor its processes, nor the host's", async () => {
-      const longRunning = a.runCommand('sleep 3; echo done');
-      // A head start only, as before: what follows holds whether or not the sleep is up in time.
-      await eventually(() => pidsOfUid(a.uid).length >= 3, {
+    test("a session sees neither another session's files nor its processes, nor the host's", async (t) => {
+      // a's sleep runs until the test ends it (from the host, once b has looked), so b looks while it runs.
+      const longRunning = a.runCommand('sleep 301; echo done');
+      t.after(async () => {
+        killRunning(a.uid, 'sleep 301');
+        await longRunning.catch(() => undefined);
+      });
+      await eventually(() => pidsRunning(a.uid, 'sleep 301').length === 1, {
         what: "a's sleep runs",
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
         intervalMs: 50,
-      }).catch(() => undefined);
+      });
       // The host's system dirs are pruned from the search: they are read-only binds of the host's own, and walking
       // them took longer than the command's limits on a loaded CI machine. Every other mount is searched.
       const pruned = ['/proc', ...systemBinds()].map((dir) => `-path ${dir}`).join(' -o ');
@@ -105,6 +274,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         `only its own few processes:\n${view.stdout}`,
       );
       assert.match(view.stdout, /^\s*1 python3/m, 'its launcher is PID 1');
+      assert.equal(pidsRunning(a.uid, 'sleep 301').length, 1, "a's sleep ran all the while b looked");
+      killRunning(a.uid, 'sleep 301');
       assert.equal((await longRunning).stdout, 'done\n');
       assert.equal(
         (await a.runCommand(findSecret)).stdout,
@@ -114,7 +285,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     });
 
     test('no process outlives its command', async () => {
-      const result = await a.runCommand('(sleep 30 &) ; nohup sleep 30 >/dev/null 2>&1 & echo started');
+      // The sleeps would outlast the wait below tenfold: only their killing can end them in time.
+      const result = await a.runCommand('(sleep 300 &) ; nohup sleep 300 >/dev/null 2>&1 & echo started');
       assert.equal(result.stdout, 'started\n');
       await eventually(() => pidsOfUid(a.uid).length === 0, {
         what: 'background processes are killed with the command',
@@ -125,85 +297,85 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   });
 
   describe('containment', () => {
-    test('a fork bomb hits the processes limit while another session keeps answering', async () => {
-      // The bomb's shell outlives its tree's growth by 10 s, so the other session is asked while the bomb holds the
+    test('a fork bomb hits the processes limit while another session keeps answering', async (t) => {
+      // The bomb holds the limit until released (HOLDING_BOMB), so the other session is asked while it is at the
       // limit, however slowly a loaded machine starts the other sandbox.
-      const bomb = a.runCommand('b(){ b|b& }; b; sleep 10', { timeoutSecs: 20 });
-      let bombEnded = false;
-      void bomb.then(
-        () => (bombEnded = true),
-        () => (bombEnded = true),
-      );
-      await eventually(() => pidsOfUid(a.uid).length >= 10, {
-        what: () => `the bomb has 10 processes (it has ${pidsOfUid(a.uid).length})`,
-        timeoutMs: 60_000,
-        intervalMs: 20,
-      });
+      const bomb = await holdBombs(t, a, ['one']);
+      assert.ok(pidsOfUid(a.uid).length <= PROCESS_CAP, 'never more processes than the limit');
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
-      assert.ok(!bombEnded, 'the other session answered while the bomb still ran');
-      assert.ok(pidsOfUid(a.uid).length <= 24 + 2, 'never more processes than the limit');
-      const result = await bomb;
-      assert.equal(result.limit_exceeded, 'processes');
-      assert.match(result.stderr, /processes limit \(24 processes per session\)/);
+      assert.equal(bomb.endedEarly(), undefined, 'the other session answered while the bomb still ran');
+      assert.ok(pidsOfUid(a.uid).length <= PROCESS_CAP, 'never more processes than the limit');
+      const [result] = await bomb.release();
+      assert.equal(result!.limit_exceeded, 'processes', JSON.stringify(result));
+      assert.match(result!.stderr, /processes limit \(24 processes per session\)/);
       await eventually(() => pidsOfUid(a.uid).length === 0, {
         what: 'the bomb is gone after the command',
         timeoutMs: 30_000,
         intervalMs: 50,
       });
-    });
 
-    test('the processes limit is one for the whole session: two bombs at once share it, and a command started at it is told why', async () => {
-      const limit = 24 + 2; // one command's 24, plus its bwrap monitor and launcher
-      // Sampled for as long as the bombs run: with a cap per command instead of per session they would hold about
-      // twice the limit (47 of 26 seen). At the cap the count churns (forks refused, shells exiting), and a loaded
-      // machine samples it less often, so how high a sample gets varies; a command is started once it is high. The
-      // bombs' shells outlive their trees' growth by 10 s, and a try whose samples never saw the bombs grow is made
-      // again (three tries at most): a run that never saw them grow fails, since it tested nothing.
-      const attempts: number[] = [];
-      for (let attempt = 1; attempt <= 3; attempt++) {
-        const bombs = [1, 2].map(() => a.runCommand('b(){ b|b& }; b; sleep 10', { timeoutSecs: 20 }));
-        let running = true;
-        void Promise.allSettled(bombs).then(() => (running = false));
-        let most = 0;
-        let late: ReturnType<Sandbox['runCommand']> | undefined;
-        while (running) {
-          most = Math.max(most, pidsOfUid(a.uid).length);
-          if (!late && most >= limit - 6) late = a.runCommand('echo started');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        const results = await Promise.all(bombs);
-        const started = await late;
-        await eventually(() => pidsOfUid(a.uid).length === 0, {
-          what: 'the bombs are gone',
-          timeoutMs: 30_000,
-          intervalMs: 50,
-        });
-        attempts.push(most);
-        if (most < 12) continue;
-        for (const result of results) assert.equal(result.limit_exceeded, 'processes');
-        assert.ok(most <= limit, `at most ${limit} processes of the session's uid at once, saw ${most}`);
-        if (started && started.stdout !== 'started\n') {
-          assert.equal(started.limit_exceeded, 'processes', JSON.stringify(started));
-          assert.match(started.stderr, /processes limit \(24 processes per session\)/);
-        }
-        return;
-      }
-      assert.fail(
-        `the bombs never grew past 12 processes in ${attempts.length} tries (most seen: ${attempts.join(', ')}): nothing was tested`,
+      // A classic shell bomb, left to run its course, is stopped at the limit too. Its tree churns there (a shell
+      // refused a fork ends) until its refused forks flood the output or it dies out; its first shell, sleeping a
+      // second at a time, ends at its own first refused fork, or after 30 s should the limit never be reached.
+      const classic = a.runCommand('b(){ b|b& }; b; i=0; while [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done');
+      let running = true;
+      void classic.then(
+        () => (running = false),
+        () => (running = false),
       );
+      let most = 0;
+      while (running) {
+        most = Math.max(most, pidsOfUid(a.uid).length);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const ran = await classic;
+      assert.match(ran.stderr, /Cannot fork/, `the classic bomb never reached the limit: ${JSON.stringify(ran)}`);
+      assert.equal(ran.limit_exceeded, 'processes', JSON.stringify(ran));
+      assert.match(ran.stderr, /processes limit \(24 processes per session\)/);
+      assert.ok(most <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${most}`);
+      await eventually(() => pidsOfUid(a.uid).length === 0, {
+        what: 'the classic bomb is gone after the command',
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
     });
 
-    test('a memory hog hits the memory limit while another session keeps answering', async () => {
-      // bytes(n) comes from calloc, so the hog claims address space without touching its pages: it reaches the
-      // limit in milliseconds of CPU however slow page faults are here, instead of racing the 1 s cpu_time limit.
-      const hog = a.runCommand('python3 -c "chunks = []\nwhile True: chunks.append(bytes(8 << 20))"');
+    test('the processes limit is one for the whole session: two bombs at once share it, and a command started at it is told why', async (t) => {
+      // Two holding bombs, both running before either forks: the kernel refuses each a fork, and together they
+      // hold the limit until released. With a cap per command instead of per session they would hold about twice
+      // the limit (47 of 26 seen).
+      const bombs = await holdBombs(t, a, ['one', 'two']);
+      const held = pidsOfUid(a.uid).length;
+      assert.ok(held <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${held}`);
+      const started = await a.runCommand('echo started');
+      assert.deepEqual([started.limit_exceeded, started.stdout], ['processes', ''], JSON.stringify(started));
+      assert.match(started.stderr, /not started: .*processes limit \(24 processes per session\)/);
+      const still = pidsOfUid(a.uid).length;
+      assert.ok(still <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${still}`);
+      assert.equal(bombs.endedEarly(), undefined, 'both bombs held the limit all along');
+      for (const result of await bombs.release()) {
+        assert.equal(result.limit_exceeded, 'processes', JSON.stringify(result));
+        assert.match(result.stderr, /processes limit \(24 processes per session\)/);
+      }
+      await eventually(() => pidsOfUid(a.uid).length === 0, {
+        what: 'the bombs are gone',
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+    });
+
+    test('a memory hog hits the memory limit while another session keeps answering', async (t) => {
+      // The hog holds its memory until released (HOLDING_HOG), so the other session is asked while it is at the limit.
+      const hog = holdCommands(t, a, [`python3 -c '${HOLDING_HOG}'`]);
+      await hog.waitFor(['refused-hog'], () => 'the hog reaches the memory limit');
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
-      const result = await hog;
-      assert.equal(result.limit_exceeded, 'memory');
-      assert.match(result.stderr, /MemoryError/);
-      assert.match(result.stderr, /memory limit \(256 MiB of address space per process\)/);
+      assert.equal(hog.endedEarly(), undefined, 'the other session answered while the hog still ran');
+      const [result] = await hog.release();
+      assert.equal(result!.limit_exceeded, 'memory', JSON.stringify(result));
+      assert.match(result!.stderr, /MemoryError/);
+      assert.match(result!.stderr, /memory limit \(256 MiB of address space per process\)/);
     });
   });
 
@@ -217,8 +389,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       });
       try {
         const sandbox = await tight.create();
-        const hog = 'python3 -c "import time; x = bytes(range(256)) * (40 << 12); time.sleep(2)"';
-        const result = await sandbox.runCommand(`${hog} & ${hog} & ${hog} & wait`);
+        // Three processes fill 40 MiB each and hold it (up to 300 s, past the command's wall time), so all three
+        // are full at once however far apart a loaded machine starts them; the command ends as soon as one of them
+        // ends (the one the OOM killer stopped). Should the cap never be hit, the wall time ends it, named as such.
+        const hogs = [
+          'import os, time',
+          'for _ in range(3):',
+          '    if os.fork() == 0:',
+          '        x = bytes(range(256)) * (40 << 12)',
+          '        time.sleep(300)',
+          '        os._exit(0)',
+          'os.wait()',
+        ].join('\n');
+        const result = await sandbox.runCommand(`python3 -c '${hogs}'`);
         assert.equal(result.limit_exceeded, 'session_memory', JSON.stringify(result));
         assert.match(result.stderr, /session_memory limit \(96 MiB for all the session's processes/);
         assert.equal(
@@ -236,8 +419,9 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   describe('limits, each named in the output', () => {
     const cases: Array<{ limit: LimitName; command: string; timeoutSecs?: number; text: RegExp }> = [
       {
+        // Sixty times the timeout: only the timeout can end it first.
         limit: 'wall_time',
-        command: 'sleep 5',
+        command: 'sleep 30',
         timeoutSecs: 0.5,
         text: /wall_time limit \(the command ran past its 0\.5 s timeout/,
       },
@@ -257,7 +441,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         command: 'for i in 1 2 3 4 5 6; do head -c 900000 /dev/zero > fill$i || exit 1; done',
         text: /disk limit \(4 MiB in the work dir\)/,
       },
-      { limit: 'processes', command: 'for i in $(seq 40); do sleep 2 & done; wait', text: /processes limit/ },
+      // The sleeps outlast the loop however slowly it forks: they add up until a fork is refused.
+      { limit: 'processes', command: 'for i in $(seq 40); do sleep 30 & done; wait', text: /processes limit/ },
       { limit: 'memory', command: 'python3 -c "x = bytearray(512 << 20)"', text: /memory limit/ },
     ];
     for (const { limit, command, timeoutSecs, text } of cases) {
@@ -288,13 +473,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('session budgets: once used up, later commands are refused and name the budget', async () => {
       const scratch = tempDir('tsgym-sandbox-budgets-');
       const short = await openSandboxHost({ baseDir: scratch, limits: { sessionWallSecs: 1 } });
+      // A CPU second takes several seconds of wall time on a loaded machine: the wall time is only an upper bound.
       const frugal = await openSandboxHost({
         baseDir: scratch,
-        limits: { sessionCpuSecs: 1, sessionOutputBytes: 5000, commandCpuSecs: 5 },
+        limits: { sessionCpuSecs: 1, sessionOutputBytes: 5000, commandCpuSecs: 5, commandWallSecs: 120 },
       });
       try {
         const [wall, cpu, output] = await Promise.all([short.create(), frugal.create(), frugal.create()]);
-        const cut = await wall.runCommand('sleep 3');
+        // Thirty times the session's wall time: only the budget can end it first.
+        const cut = await wall.runCommand('sleep 30');
         assert.equal(cut.limit_exceeded, 'session_wall_time');
         assert.match(cut.stderr, /session_wall_time limit \(1 s of commands per session\)/);
         assert.equal((await wall.runCommand('echo hi')).limit_exceeded, 'session_wall_time');
@@ -353,18 +540,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   });
 
   describe('life cycle', () => {
-    test('destroy kills what runs, unmounts and removes the work dir', async () => {
+    test('destroy kills what runs, unmounts and removes the work dir', async (t) => {
       const sandbox = await host.create({ 'x.txt': 'x' });
-      const running = sandbox.runCommand('sleep 30');
-      // A head start only, as before: what follows holds whether or not the sleep is up in time.
-      await eventually(() => pidsOfUid(sandbox.uid).length >= 2, {
+      t.after(() => sandbox.destroy());
+      // The sleep outlasts every wait below: only destroy can end it in time.
+      const running = sandbox.runCommand('sleep 300');
+      await eventually(() => pidsRunning(sandbox.uid, 'sleep 300').length === 1, {
         what: 'the sleep runs',
-        timeoutMs: 30_000,
+        timeoutMs: 60_000,
         intervalMs: 50,
-      }).catch(() => undefined);
+      });
       assert.equal(mountsUnder(sandbox.dir).length, 1);
       await sandbox.destroy();
-      await running;
+      assert.match((await running).stderr, /stopped: the session ended/);
       assert.equal(existsSync(sandbox.dir), false);
       assert.deepEqual(mountsUnder(sandbox.dir), []);
       await eventually(() => pidsOfUid(sandbox.uid).length === 0, {
@@ -387,9 +575,10 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
       const straggler = spawn(
         'setpriv',
-        ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '60'],
+        ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '600'],
         { stdio: 'ignore' },
       );
+      t.after(() => straggler.kill('SIGKILL'));
       await eventually(() => pidsOfUid(strayUid).length === 1, {
         what: 'the straggler runs as its uid',
         timeoutMs: 30_000,
