@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
@@ -24,7 +24,7 @@ import {
   toolOutputsIn,
   type ScriptedService,
 } from '../../src/testing/index.js';
-import { eventually } from '../../test/support/wait.js';
+import { eventually, fileSays } from '../../test/support/wait.js';
 
 const HERE = path.join(installRoot(), 'resources_servers', 'python_stdlib_example');
 const CONFIG = path.join(HERE, 'configs', 'python_stdlib_example.yaml');
@@ -99,19 +99,6 @@ async function startEnv(
   };
 }
 
-/** A server's log under `gym env start`, once it says `pattern`: readiness is a probe answered, and the server's own
- * lines reach its log file through the supervisor's pipe at their own pace, later on a busy machine. */
-async function logSaying(file: string, pattern: RegExp, why: string): Promise<void> {
-  let log = '';
-  await eventually(
-    () => {
-      log = existsSync(file) ? readFileSync(file, 'utf8') : '';
-      return pattern.test(log);
-    },
-    { what: () => `${why}: ${String(pattern)} in ${file}, which says:\n${log}`, timeoutMs: 120_000, intervalMs: 50 },
-  );
-}
-
 /** The listing block of one server in `gym env start`'s output. */
 function listingOf(stdout: string, instance: string): string {
   const start = stdout.indexOf(`  ${instance} (`);
@@ -147,7 +134,7 @@ test('a Python resources server under gym env start: the listing, and rows that 
       new RegExp(`command: ${process.execPath} .*dist/responses_api_agents/remote_agent/app\\.js`),
     );
     assert.doesNotMatch(agentListing, /python:/);
-    await logSaying(
+    await fileSays(
       path.join(env.logDir, `${ENV_NAME}.log`),
       /the head server's config lists this instance/,
       "it read the head server's /global_config_dict_yaml",
@@ -238,7 +225,7 @@ test("NeMo Gym conventions: tsgym's own remote_agent beats an extra root's unles
       pyListing,
       new RegExp(`python: +${venv}/bin/python \\(the venv under uv_venv_dir \\(skip_venv_if_present=true\\)\\)`),
     );
-    await logSaying(
+    await fileSays(
       path.join(ours.logDir, `${ENV_NAME}.log`),
       new RegExp(`prefix ${venv}\\)`),
       'it ran inside the venv',
@@ -257,7 +244,7 @@ test("NeMo Gym conventions: tsgym's own remote_agent beats an extra root's unles
         `python: +${python3} \\(python3 on PATH, the default; no venv at ${venvs}/responses_api_agents/remote_agent/\\.venv \\(tsgym never builds one\\)\\)`,
       ),
     );
-    await logSaying(
+    await fileSays(
       path.join(theirs.logDir, 'remote_agent.log'),
       /remote_agent listening on http:/,
       "the extra root's server ran",

@@ -17,7 +17,7 @@ import {
   processesWithMarker,
   type Scratch,
 } from '../../test/support/environments.js';
-import { eventually } from '../../test/support/wait.js';
+import { eventually, fileSays } from '../../test/support/wait.js';
 
 /** Collects everything the supervisor writes, and resolves waits for a pattern as soon as it appears. */
 class Output extends PassThrough {
@@ -130,9 +130,11 @@ describe('startEnvironment', () => {
       assert.match(out.text, /^\(alpha\) fixture alpha starting as serve$/m);
       assert.match(out.text, /^\(beta\) fixture beta starting as serve$/m);
       // The supervisor appends a line to the log file after passing it on: waited for, not assumed.
-      await eventually(
-        () => /^fixture alpha starting as serve$/m.test(readFileSync(path.join(running.logDir, 'alpha.log'), 'utf8')),
-        { what: "alpha.log to hold the server's first line", timeoutMs: 30_000, intervalMs: 20 },
+      await fileSays(
+        path.join(running.logDir, 'alpha.log'),
+        /^fixture alpha starting as serve$/m,
+        "alpha.log to hold the server's first line",
+        30_000,
       );
     } finally {
       await running.stop();

@@ -1,8 +1,10 @@
 /**
  * Waiting in tests: `eventually` polls a condition no event announces (a line printed, a file grown, a process
- * gone) until it holds or a deadline passes, and fails naming what it waited for; `gate` is a promise a test
- * opens by hand, to hold work at a known point. One of each, so every test waits the same way.
+ * gone) until it holds or a deadline passes, and fails naming what it waited for; `fileSays` is the common case of a
+ * file (a server's log) coming to hold a line; `gate` is a promise a test opens by hand, to hold work at a known
+ * point. So every test waits the same way.
  */
+import { existsSync, readFileSync } from 'node:fs';
 
 export interface EventuallyOptions {
   /** What is awaited, named by the error on timeout; a function is asked only then (to show the last state seen). */
@@ -27,6 +29,21 @@ export async function eventually(
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/**
+ * Resolves once `file` exists and matches `pattern` (a server's log: its lines reach the file through a pipe at their
+ * own pace, later than the server answers on a busy machine); on timeout, fails naming `why` and what the file held.
+ */
+export async function fileSays(file: string, pattern: RegExp, why: string, timeoutMs = 120_000): Promise<void> {
+  let text = '';
+  await eventually(
+    () => {
+      text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+      return pattern.test(text);
+    },
+    { what: () => `${why}: ${String(pattern)} in ${file}, which says:\n${text}`, timeoutMs, intervalMs: 50 },
+  );
 }
 
 export interface Gate {
