@@ -105,23 +105,36 @@ function readCommand(argv: readonly string[], start: number): { command: string;
   throw choiceError('command', word, [...Object.keys(COMMAND_GROUPS), ...LEAF_COMMANDS]);
 }
 
-/**
- * Parse `gym …` arguments. `--search-dir` entries are prepended to `NEMO_GYM_EXTRA_ROOTS` in `env`
- * (so spawned servers inherit them). Throws `UsageError` (exit 2) for unknown flags and bad flag values.
- */
-export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedCommand {
-  let verbose = false;
-  let help = false;
-  let index = 0;
-  let sawVersion = false;
-  let sawJson = false;
+/** The switches that make sense without a command, read before it, and where the command starts. */
+interface LeadingSwitches {
+  verbose: boolean;
+  help: boolean;
+  version: boolean;
+  json: boolean;
+  next: number;
+}
+
+/** What the tokens after the command say, gathered in one pass over them. */
+interface CommandTokens {
+  verbose: boolean;
+  help: boolean;
+  /** Each flag given, with its values in order (`''` for a switch). */
+  values: Map<FlagSpec, string[]>;
+  positionals: string[];
+  /** Hydra-style overrides, kept as typed. */
+  raw: string[];
+  unknown: string[];
+}
+
+function readLeadingSwitches(argv: readonly string[]): LeadingSwitches {
+  const leading = { verbose: false, help: false, version: false, json: false, next: 0 };
   // Only switches that make sense without a command may come before it.
-  for (; index < argv.length && argv[index]!.startsWith('-'); index++) {
-    const token = argv[index]!;
-    if (token === '-v' || token === '--verbose') verbose = true;
-    else if (token === '-h' || token === '--help') help = true;
-    else if (token === '--version') sawVersion = true;
-    else if (token === '--json') sawJson = true;
+  for (; leading.next < argv.length && argv[leading.next]!.startsWith('-'); leading.next++) {
+    const token = argv[leading.next]!;
+    if (token === '-v' || token === '--verbose') leading.verbose = true;
+    else if (token === '-h' || token === '--help') leading.help = true;
+    else if (token === '--version') leading.version = true;
+    else if (token === '--json') leading.json = true;
     else {
       const hint = closeMatches(token, ['--verbose', '--help', '--version'], 1)[0];
       throw new UsageError(
@@ -129,110 +142,120 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       );
     }
   }
+  return leading;
+}
 
-  let command: string;
-  if (sawVersion) {
-    // Like argparse's version action: `--version` answers whatever follows.
-    return {
-      command: 'version',
-      noServe: false,
-      positionals: [],
-      overrides: sawJson ? ['+json=true'] : [],
-      help: false,
-    };
-  }
-  if (index >= argv.length) {
-    return { command: 'help', noServe: false, positionals: [], overrides: [], help };
-  } else {
-    const read = readCommand(argv, index);
-    command = read.command;
-    index = read.next;
-    if (command === 'help') {
-      // `gym help eval run` is `gym eval run --help`.
-      if (index >= argv.length) return { command: 'help', noServe: false, positionals: [], overrides: [], help: true };
-      const topic = readCommand(argv, index);
-      return { command: topic.command, noServe: false, positionals: [], overrides: [], help: true };
-    }
-  }
-  if (!Object.hasOwn(COMMAND_SPECS, command)) {
-    // A bare group such as `gym env --help`.
-    return { command, noServe: false, positionals: [], overrides: [], help: true };
-  }
+/** A command line that only asks for help (or the version): nothing to translate. */
+function helpOnly(command: string, help: boolean, overrides: string[] = []): ParsedCommand {
+  return { command, noServe: false, positionals: [], overrides, help };
+}
 
+/** The tokens after a command: operands, flags and their values, overrides. */
+function readCommandTokens(
+  argv: readonly string[],
+  start: number,
+  command: string,
+  leading: LeadingSwitches,
+): CommandTokens {
   const spec = COMMAND_SPECS[command]!;
   const flags = flagsOf(command);
-  const values = new Map<FlagSpec, string[]>();
-  const positionals: string[] = [];
-  const raw: string[] = [];
-  const unknown: string[] = [];
-  if (sawJson) {
+  const tokens: CommandTokens = {
+    verbose: leading.verbose,
+    help: leading.help,
+    values: new Map(),
+    positionals: [],
+    raw: [],
+    unknown: [],
+  };
+  if (leading.json) {
     if (!flags.includes(FLAGS.json)) throw unknownFlagsError(command, ['--json']);
-    values.set(FLAGS.json, ['']);
+    tokens.values.set(FLAGS.json, ['']);
   }
-
-  for (let onlyOperands = false; index < argv.length; index++) {
+  for (let index = start, onlyOperands = false; index < argv.length; index++) {
     const token = argv[index]!;
     if (!onlyOperands && token === '--') {
       onlyOperands = true;
       continue;
     }
     if (onlyOperands || !token.startsWith('-') || token === '-' || looksLikeNumber(token)) {
-      if (token === '+h' || token === '+help') help = true;
-      else if (positionals.length < (spec.positionals?.length ?? 0) && !isOverrideToken(token)) positionals.push(token);
-      else raw.push(token);
+      if (token === '+h' || token === '+help') tokens.help = true;
+      else if (tokens.positionals.length < (spec.positionals?.length ?? 0) && !isOverrideToken(token))
+        tokens.positionals.push(token);
+      else tokens.raw.push(token);
       continue;
     }
-    // `--flag=value`, and for short flags `-aVALUE` / `-a=VALUE`
-    const isLong = token.startsWith('--');
-    const split = isLong ? token.indexOf('=') : token.length > 2 ? 2 : -1;
-    const name = split === -1 ? token : token.slice(0, split);
-    const explicit = split === -1 ? undefined : token.slice(split).replace(/^=/, '');
-    const flag = findFlag(flags, name);
-    if (!flag) {
-      unknown.push(token);
-      continue;
-    }
-    if (flag === VERBOSE) verbose = true;
-    if (flag === HELP) help = true;
-    let value = '';
-    if (flag.value !== undefined) {
-      if (explicit !== undefined) value = explicit;
-      else {
-        const next = argv[index + 1];
-        if (next === undefined || (next.startsWith('-') && next !== '-' && !looksLikeNumber(next))) {
-          throw new UsageError(
-            `argument ${flag.long}${flag.short ? `/${flag.short}` : ''}: expected one argument (${flag.metavar ?? 'VALUE'}). See gym ${command} --help.`,
-          );
-        }
-        value = next;
-        index++;
-      }
-    } else if (explicit !== undefined) {
-      throw new UsageError(
-        `argument ${flag.long}: ignored explicit argument '${explicit}'; ${flag.long} is a switch and takes no value.`,
-      );
-    }
-    values.set(flag, [...(values.get(flag) ?? []), value]);
+    index = readFlag(argv, index, command, flags, tokens);
   }
-  if (unknown.length > 0) throw unknownFlagsError(command, unknown);
-  if (help) return { command, noServe: values.has(FLAGS.noServe), positionals, overrides: raw, help };
+  return tokens;
+}
+
+/** The flag at `argv[index]` and its value; answers the index of the last token it took. */
+function readFlag(
+  argv: readonly string[],
+  index: number,
+  command: string,
+  flags: readonly FlagSpec[],
+  tokens: CommandTokens,
+): number {
+  const token = argv[index]!;
+  // `--flag=value`, and for short flags `-aVALUE` / `-a=VALUE`
+  const isLong = token.startsWith('--');
+  const split = isLong ? token.indexOf('=') : token.length > 2 ? 2 : -1;
+  const name = split === -1 ? token : token.slice(0, split);
+  const explicit = split === -1 ? undefined : token.slice(split).replace(/^=/, '');
+  const flag = findFlag(flags, name);
+  if (!flag) {
+    tokens.unknown.push(token);
+    return index;
+  }
+  if (flag === VERBOSE) tokens.verbose = true;
+  if (flag === HELP) tokens.help = true;
+  let value = '';
+  if (flag.value !== undefined) {
+    if (explicit !== undefined) value = explicit;
+    else {
+      const next = argv[index + 1];
+      if (next === undefined || (next.startsWith('-') && next !== '-' && !looksLikeNumber(next))) {
+        throw new UsageError(
+          `argument ${flag.long}${flag.short ? `/${flag.short}` : ''}: expected one argument (${flag.metavar ?? 'VALUE'}). See gym ${command} --help.`,
+        );
+      }
+      value = next;
+      index++;
+    }
+  } else if (explicit !== undefined) {
+    throw new UsageError(
+      `argument ${flag.long}: ignored explicit argument '${explicit}'; ${flag.long} is a switch and takes no value.`,
+    );
+  }
+  tokens.values.set(flag, [...(tokens.values.get(flag) ?? []), value]);
+  return index;
+}
+
+function requirePositionals(command: string, positionals: readonly string[]): void {
   // A positional named `[name]` is optional.
-  const missing = (spec.positionals ?? []).slice(positionals.length).filter((name) => !name.startsWith('['));
+  const missing = (COMMAND_SPECS[command]!.positionals ?? [])
+    .slice(positionals.length)
+    .filter((name) => !name.startsWith('['));
   if (missing.length > 0)
     throw new UsageError(
       `gym ${command}: the following arguments are required: ${missing.join(', ')}. See gym ${command} --help.`,
     );
+}
 
-  const searchDirs = values.get(FLAGS.searchDir) ?? [];
-  if (searchDirs.length > 0) {
-    const existing = env.NEMO_GYM_EXTRA_ROOTS ? [env.NEMO_GYM_EXTRA_ROOTS] : [];
-    env.NEMO_GYM_EXTRA_ROOTS = [...searchDirs.map((dir) => path.resolve(dir)), ...existing].join(path.delimiter);
-  }
+/** `--search-dir` entries, resolved, go before the roots already in `NEMO_GYM_EXTRA_ROOTS`. */
+function addSearchDirs(searchDirs: readonly string[], env: NodeJS.ProcessEnv): void {
+  if (searchDirs.length === 0) return;
+  const existing = env.NEMO_GYM_EXTRA_ROOTS ? [env.NEMO_GYM_EXTRA_ROOTS] : [];
+  env.NEMO_GYM_EXTRA_ROOTS = [...searchDirs.map((dir) => path.resolve(dir)), ...existing].join(path.delimiter);
+}
 
+/** The final override list: `+verbose=true`, one coalesced `+config_paths=[…]`, the translated flags, the raw overrides. */
+function overridesOf(command: string, tokens: CommandTokens, env: NodeJS.ProcessEnv): string[] {
   const configPaths: string[] = [];
   const translated: string[] = [];
-  for (const flag of spec.flags) {
-    const given = values.get(flag);
+  for (const flag of COMMAND_SPECS[command]!.flags) {
+    const given = tokens.values.get(flag);
     if (!given) continue;
     if (flag === FLAGS.config) configPaths.push(...given);
     else if (flag === FLAGS.resourcesServer) {
@@ -244,17 +267,42 @@ export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     }
   }
   const rest: string[] = [];
-  for (const token of raw) {
+  for (const token of tokens.raw) {
     const paths = rawConfigPaths(token);
     if (paths) configPaths.push(...paths);
     else rest.push(token);
   }
-
-  const overrides = [
-    ...(verbose ? ['+verbose=true'] : []),
+  return [
+    ...(tokens.verbose ? ['+verbose=true'] : []),
     ...(configPaths.length > 0 ? [`+config_paths=[${configPaths.map(formatOverrideString).join(',')}]`] : []),
     ...translated,
     ...rest,
   ];
-  return { command, noServe: values.has(FLAGS.noServe), positionals, overrides, help: false };
+}
+
+/**
+ * Parse `gym …` arguments. `--search-dir` entries are prepended to `NEMO_GYM_EXTRA_ROOTS` in `env`
+ * (so spawned servers inherit them). Throws `UsageError` (exit 2) for unknown flags and bad flag values.
+ */
+export function parseArgv(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedCommand {
+  const leading = readLeadingSwitches(argv);
+  // Like argparse's version action: `--version` answers whatever follows.
+  if (leading.version) return helpOnly('version', false, leading.json ? ['+json=true'] : []);
+  if (leading.next >= argv.length) return helpOnly('help', leading.help);
+  const { command, next } = readCommand(argv, leading.next);
+  if (command === 'help') {
+    // `gym help eval run` is `gym eval run --help`.
+    return helpOnly(next >= argv.length ? 'help' : readCommand(argv, next).command, true);
+  }
+  // A bare group such as `gym env --help`.
+  if (!Object.hasOwn(COMMAND_SPECS, command)) return helpOnly(command, true);
+
+  const tokens = readCommandTokens(argv, next, command, leading);
+  if (tokens.unknown.length > 0) throw unknownFlagsError(command, tokens.unknown);
+  const { positionals } = tokens;
+  const noServe = tokens.values.has(FLAGS.noServe);
+  if (tokens.help) return { command, noServe, positionals, overrides: tokens.raw, help: true };
+  requirePositionals(command, positionals);
+  addSearchDirs(tokens.values.get(FLAGS.searchDir) ?? [], env);
+  return { command, noServe, positionals, overrides: overridesOf(command, tokens, env), help: false };
 }

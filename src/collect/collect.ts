@@ -31,6 +31,7 @@ import {
   parseLine,
   readRawLines,
   scanRowsFile,
+  type RawLine,
   truncateFile,
 } from '../runfiles/jsonl.js';
 import { TaskCounters } from '../runfiles/key-tables.js';
@@ -234,14 +235,21 @@ interface DispatchStats {
   atAttemptCap: number;
 }
 
-/** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
-async function dispatch(
+/** Where the dispatch pass reports: the two result files, the progress line, the traces and the status board. */
+interface DispatchOutputs {
+  rolloutsFile: LineAppender;
+  failuresFile: LineAppender;
+  progress: ProgressReporter;
+  traces: CollectorTraces;
+  board: RunStatusBoard;
+}
+
+/** Opens the outputs in this order: result files, progress line, traces, then the status board (started). */
+async function openDispatchOutputs(
   options: CollectOptions,
   paths: ArtifactPaths,
   prepared: Prepared,
-  ledger: OutcomeLedger,
-  reachability: AgentReachability,
-): Promise<DispatchStats> {
+): Promise<DispatchOutputs> {
   const { config, io } = options;
   const rolloutsFile = LineAppender.open(paths.rollouts);
   const failuresFile = LineAppender.open(paths.failures);
@@ -261,11 +269,108 @@ async function dispatch(
     warn: io.warn,
   });
   board.start();
-  // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
-  options.signal?.addEventListener('abort', () => board.finish('interrupted'), { once: true });
-  const stats: DispatchStats = { done: 0, undelivered: 0, failures: 0, completed: 0, rewardSum: 0, atAttemptCap: 0 };
+  return { rolloutsFile, failuresFile, progress, traces, board };
+}
 
-  const onResult = (job: DispatchJob, result: Row): void => {
+/** The dispatch pass: every materialized row that still needs a rollout goes through the queue. */
+class DispatchPass {
+  readonly stats: DispatchStats = {
+    done: 0,
+    undelivered: 0,
+    failures: 0,
+    completed: 0,
+    rewardSum: 0,
+    atAttemptCap: 0,
+  };
+  private readonly tasksSeen = new TaskCounters();
+  private readonly queue: RolloutQueue<DispatchJob>;
+
+  constructor(
+    private readonly options: CollectOptions,
+    private readonly prepared: Prepared,
+    private readonly ledger: OutcomeLedger,
+    private readonly reachability: AgentReachability,
+    private readonly outputs: DispatchOutputs,
+  ) {
+    // Ctrl-C: the process exits once the environment is down, maybe before dispatch unwinds; say so at once.
+    options.signal?.addEventListener('abort', () => outputs.board.finish('interrupted'), { once: true });
+    this.queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({
+      concurrency: options.config.concurrency,
+      execute: options.execute ?? httpAgentExecutor(options.agents, options.config.runTimeoutMs, reachability),
+      onResult: this.record,
+    });
+  }
+
+  /** Sends every line of the materialized inputs that needs a rollout, waits for the results, closes the outputs. */
+  async run(materializedInputs: string): Promise<DispatchStats> {
+    const { options, prepared } = this;
+    let drained = false;
+    try {
+      if (prepared.toRun > 0) options.io.out(`Querying with ${options.config.concurrency} concurrent requests`);
+      for await (const line of readRawLines(materializedInputs)) {
+        if (options.signal?.aborted) break;
+        await this.takeLine(materializedInputs, line);
+      }
+      await this.queue.drain();
+      drained = true;
+    } finally {
+      await this.closeOutputs(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
+    }
+    if (prepared.cache)
+      for (const [agent, reward] of prepared.cache.rewardByAgent) this.ledger.addReward(agent, reward);
+    return this.stats;
+  }
+
+  /** One materialized row: counted in the ledger (D1), then sent when it still needs a rollout. */
+  private async takeLine(materializedInputs: string, line: RawLine): Promise<void> {
+    const { prepared, ledger } = this;
+    const text = line.bytes.toString('utf8');
+    const parsed = parseLine(text);
+    if (!parsed.ok)
+      throw malformedLine(materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
+    const row = parsed.value as Row;
+    const task = row._ng_task_index as number;
+    const rollout = row._ng_rollout_index as number;
+    const agent = agentNameOfRow(row);
+    if (this.tasksSeen.next(task) === 0) ledger.addTask(agent);
+    const status = prepared.cache
+      ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts)
+      : { outcome: 'missing' as const, run: true, attempts: 0 };
+    ledger.expect(agent, status.outcome);
+    if (!status.run && status.outcome === 'failed_retryable') this.stats.atAttemptCap++;
+    // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
+    if (!status.run || this.reachability.abandoned().size > 0) return;
+
+    const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
+    const body = status.attempts > 0 ? JSON.stringify(sent) : text;
+    const job: DispatchJob = {
+      task,
+      rollout,
+      agent,
+      attempt: status.attempts,
+      body,
+      identity: identityOf(sent),
+      previous: status.outcome,
+    };
+    await this.send(job, sent);
+  }
+
+  /** A row Gym cannot send becomes its failure row at once; any other goes to the queue, traced and tracked. */
+  private async send(job: DispatchJob, sent: Row): Promise<void> {
+    const problem = await rowProblem(sent);
+    if (problem) this.record(job, failureRow(sent, INVALID_ROW, problem, true));
+    else {
+      job.span = this.outputs.traces.begin(job);
+      job.traceparent = job.span.headers().traceparent!;
+      this.outputs.board.track(job);
+      await this.queue.submit(job);
+    }
+  }
+
+  /** One result: stamped and appended to its file the moment it arrives (D10), and counted. */
+  private readonly record = (job: DispatchJob, result: Row): void => {
+    const { options, prepared, ledger, stats } = this;
+    const { traces, board, rolloutsFile, failuresFile, progress } = this.outputs;
     if (options.signal?.aborted) return;
     if (isUndelivered(result)) {
       stats.undelivered++;
@@ -294,66 +399,26 @@ async function dispatch(
     stats.done++;
     progress.update(stats);
   };
-  const queue = (options.createQueue ?? createInProcessQueue)<DispatchJob>({
-    concurrency: config.concurrency,
-    execute: options.execute ?? httpAgentExecutor(options.agents, config.runTimeoutMs, reachability),
-    onResult,
-  });
 
-  const tasksSeen = new TaskCounters();
-  let drained = false;
-  try {
-    if (prepared.toRun > 0) io.out(`Querying with ${config.concurrency} concurrent requests`);
-    for await (const line of readRawLines(paths.materializedInputs)) {
-      if (options.signal?.aborted) break;
-      const text = line.bytes.toString('utf8');
-      const parsed = parseLine(text);
-      if (!parsed.ok)
-        throw malformedLine(paths.materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
-      const row = parsed.value as Row;
-      const task = row._ng_task_index as number;
-      const rollout = row._ng_rollout_index as number;
-      const agent = agentNameOfRow(row);
-      if (tasksSeen.next(task) === 0) ledger.addTask(agent);
-      const status = prepared.cache
-        ? resumeStatus(prepared.cache.keys.get(task, rollout), prepared.maxAttempts)
-        : { outcome: 'missing' as const, run: true, attempts: 0 };
-      ledger.expect(agent, status.outcome);
-      if (!status.run && status.outcome === 'failed_retryable') stats.atAttemptCap++;
-      // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
-      if (!status.run || reachability.abandoned().size > 0) continue;
-
-      const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
-      const body = status.attempts > 0 ? JSON.stringify(sent) : text;
-      const job: DispatchJob = {
-        task,
-        rollout,
-        agent,
-        attempt: status.attempts,
-        body,
-        identity: identityOf(sent),
-        previous: status.outcome,
-      };
-      const problem = await rowProblem(sent);
-      if (problem) onResult(job, failureRow(sent, INVALID_ROW, problem, true));
-      else {
-        job.span = traces.begin(job);
-        job.traceparent = job.span.headers().traceparent!;
-        board.track(job);
-        await queue.submit(job);
-      }
-    }
-    await queue.drain();
-    drained = true;
-  } finally {
+  private async closeOutputs(end: 'finished' | 'interrupted'): Promise<void> {
+    const { rolloutsFile, failuresFile, board, progress, traces } = this.outputs;
     rolloutsFile.close();
     failuresFile.close();
-    board.finish(drained && !options.signal?.aborted ? 'finished' : 'interrupted');
+    board.finish(end);
     progress.finish();
     await traces.shutdown();
   }
-  if (prepared.cache) for (const [agent, reward] of prepared.cache.rewardByAgent) ledger.addReward(agent, reward);
-  return stats;
+}
+
+async function dispatch(
+  options: CollectOptions,
+  paths: ArtifactPaths,
+  prepared: Prepared,
+  ledger: OutcomeLedger,
+  reachability: AgentReachability,
+): Promise<DispatchStats> {
+  const outputs = await openDispatchOutputs(options, paths, prepared);
+  return new DispatchPass(options, prepared, ledger, reachability, outputs).run(paths.materializedInputs);
 }
 
 /** The aggregate metrics, as the reference computes them: the persisted successes, read back from disk, through each agent's `/aggregate_metrics`. */

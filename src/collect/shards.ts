@@ -18,7 +18,7 @@ import {
 import { expandGlob } from './glob.js';
 import { BatchedFileWriter, scanRowsFile } from '../runfiles/jsonl.js';
 import { isRolloutKey } from '../runfiles/key-tables.js';
-import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf } from '../runfiles/outcomes.js';
+import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf, type OutcomeLedger } from '../runfiles/outcomes.js';
 import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from '../runfiles/paths.js';
 import type { Row } from '../runfiles/row.js';
 
@@ -65,61 +65,72 @@ export function matchShards(inputGlob: string, outputPath: string, warn: (line: 
   return files;
 }
 
-export async function aggregateShards(options: AggregateShardsOptions): Promise<number> {
-  const { out, warn } = options;
-  const shards = matchShards(options.inputGlob, options.outputPath, warn);
-  const records: ShardRecord[] = [];
-  const input = new AggregationInput();
-  const ledger = new LedgerBuilder();
+/** What the shards hold, gathered shard by shard: their rows (for the merge), the metrics input and the outcomes. */
+interface ShardTally {
+  records: ShardRecord[];
+  input: AggregationInput;
+  ledger: LedgerBuilder;
+}
 
-  for (const shard of shards) {
-    const materialized = materializedInputsPathFor(shard);
-    const listed = existsSync(materialized);
-    if (listed) {
-      await scanRowsFile(materialized, (row) => {
-        const task = row._ng_task_index;
-        const rollout = row._ng_rollout_index;
-        if (isRolloutKey(task, rollout)) ledger.expected(task, rollout as number, agentNameOfRow(row));
-      });
-    }
-    const scan = await scanRowsFile(
-      shard,
-      (row, line) => {
-        const task = row._ng_task_index;
-        const rollout = row._ng_rollout_index;
-        if (!isRolloutKey(task, rollout)) {
-          throw new ConfigError(
-            `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
-            'GYM_AGGREGATE_KEY',
-          );
-        }
-        records.push({
-          task,
-          rollout: rollout as number,
-          text: line.bytes.toString('utf8'),
-          file: shard,
-          lineNo: line.lineNo,
-        });
-        input.add(agentNameOfRow(row), row);
-        ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
-      },
-      strippedRowOf,
-    );
-    if (scan.torn)
-      warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
-    const sidecar = failuresPathFor(shard);
-    if (existsSync(sidecar)) {
-      await scanRowsFile(sidecar, (row: Row) => {
-        const task = row._ng_task_index;
-        const rollout = row._ng_rollout_index;
-        if (!isRolloutKey(task, rollout)) return;
-        // With the shard's inputs at hand, a sidecar line outside them is left over from another run.
-        if (listed && !ledger.isExpected(task, rollout as number)) return;
-        ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
-      });
-    }
-  }
+/** A shard's materialized inputs, a shard's rows and its failures sidecar, each when present. */
+async function readShard(shard: string, tally: ShardTally, warn: (line: string) => void): Promise<void> {
+  const materialized = materializedInputsPathFor(shard);
+  const listed = existsSync(materialized);
+  if (listed) await readShardInputs(materialized, tally.ledger);
+  await readShardRows(shard, tally, warn);
+  const sidecar = failuresPathFor(shard);
+  if (existsSync(sidecar)) await readShardFailures(sidecar, tally.ledger, listed);
+}
 
+async function readShardInputs(materialized: string, ledger: LedgerBuilder): Promise<void> {
+  await scanRowsFile(materialized, (row) => {
+    const task = row._ng_task_index;
+    const rollout = row._ng_rollout_index;
+    if (isRolloutKey(task, rollout)) ledger.expected(task, rollout as number, agentNameOfRow(row));
+  });
+}
+
+async function readShardRows(shard: string, tally: ShardTally, warn: (line: string) => void): Promise<void> {
+  const scan = await scanRowsFile(
+    shard,
+    (row, line) => {
+      const task = row._ng_task_index;
+      const rollout = row._ng_rollout_index;
+      if (!isRolloutKey(task, rollout)) {
+        throw new ConfigError(
+          `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
+          'GYM_AGGREGATE_KEY',
+        );
+      }
+      tally.records.push({
+        task,
+        rollout: rollout as number,
+        text: line.bytes.toString('utf8'),
+        file: shard,
+        lineNo: line.lineNo,
+      });
+      tally.input.add(agentNameOfRow(row), row);
+      tally.ledger.completed(task, rollout as number, agentNameOfRow(row), rewardOf(row));
+    },
+    strippedRowOf,
+  );
+  if (scan.torn)
+    warn(`Ignoring the torn last line of ${shard} (line ${scan.torn.lineNo}, left by an interrupted run).`);
+}
+
+/** `listed`: the shard's materialized inputs were read, so a failure outside them is left over from another run. */
+async function readShardFailures(sidecar: string, ledger: LedgerBuilder, listed: boolean): Promise<void> {
+  await scanRowsFile(sidecar, (row: Row) => {
+    const task = row._ng_task_index;
+    const rollout = row._ng_rollout_index;
+    if (!isRolloutKey(task, rollout)) return;
+    if (listed && !ledger.isExpected(task, rollout as number)) return;
+    ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+  });
+}
+
+/** Sorts the rows by key; a key in two rows (overlapping shards, or one listed twice) fails the aggregation. */
+function sortWithoutOverlap(records: ShardRecord[]): void {
   records.sort((a, b) => a.task - b.task || a.rollout - b.rollout);
   for (let i = 1; i < records.length; i++) {
     const a = records[i - 1]!;
@@ -131,14 +142,24 @@ export async function aggregateShards(options: AggregateShardsOptions): Promise<
       );
     }
   }
+}
 
-  if (options.mergeShards) {
-    const writer = new BatchedFileWriter(options.outputPath);
-    for (const record of records) writer.line(record.text);
-    writer.commit();
-  }
+function writeMerged(outputPath: string, records: readonly ShardRecord[]): void {
+  const writer = new BatchedFileWriter(outputPath);
+  for (const record of records) writer.line(record.text);
+  writer.commit();
+}
 
-  const outcomes = ledger.build();
+/**
+ * The aggregate metrics, each agent's from its `/aggregate_metrics` when reachable and computed locally otherwise,
+ * written beside the output; answers how many agents' metrics failed.
+ */
+async function writeMetrics(
+  options: AggregateShardsOptions,
+  input: AggregationInput,
+  outcomes: OutcomeLedger,
+): Promise<{ metricsPath: string; failed: number }> {
+  const { out, warn } = options;
   const locally = new Set<string>();
   const { entries, errors } = await aggregateAgents(
     input,
@@ -159,10 +180,22 @@ export async function aggregateShards(options: AggregateShardsOptions): Promise<
   const metricsPath = artifactPaths(options.outputPath).aggregateMetrics;
   writeAggregateFile(metricsPath, entries);
   for (const error of errors) warn(`Error: aggregate metrics failed: ${error}`);
+  return { metricsPath, failed: errors.length };
+}
 
+export async function aggregateShards(options: AggregateShardsOptions): Promise<number> {
+  const { out } = options;
+  const shards = matchShards(options.inputGlob, options.outputPath, options.warn);
+  const tally: ShardTally = { records: [], input: new AggregationInput(), ledger: new LedgerBuilder() };
+  for (const shard of shards) await readShard(shard, tally, options.warn);
+  sortWithoutOverlap(tally.records);
+  if (options.mergeShards) writeMerged(options.outputPath, tally.records);
+
+  const outcomes = tally.ledger.build();
+  const { metricsPath, failed } = await writeMetrics(options, tally.input, outcomes);
   for (const line of describeLedger(outcomes)) out(line);
   out('Finished rollout aggregation! View results at:');
   out(`Merged rollouts: ${options.mergeShards ? options.outputPath : '<not merged>'}`);
   out(`Aggregate metrics: ${metricsPath}`);
-  return errors.length === 0 ? 0 : 1;
+  return failed === 0 ? 0 : 1;
 }

@@ -61,6 +61,8 @@ export interface ProfileReport {
 
 const SHOWN_KEYS = 10;
 
+type RolloutKey = { task: number; rollout: number };
+
 function requireFile(file: string, flag: string): void {
   if (!existsSync(file))
     throw new ConfigError(
@@ -69,7 +71,7 @@ function requireFile(file: string, flag: string): void {
     );
 }
 
-function keyList(keys: Array<{ task: number; rollout: number }>): string {
+function keyList(keys: RolloutKey[]): string {
   return `[${keys
     .sort(compareKeys)
     .slice(0, SHOWN_KEYS)
@@ -77,7 +79,7 @@ function keyList(keys: Array<{ task: number; rollout: number }>): string {
     .join(', ')}]`;
 }
 
-function requireKey(file: string, lineNo: number, row: Row): { task: number; rollout: number } {
+function requireKey(file: string, lineNo: number, row: Row): RolloutKey {
   const task = row[TASK_INDEX];
   const rollout = row[ROLLOUT_INDEX];
   if (!isRolloutKey(task, rollout)) {
@@ -99,56 +101,71 @@ interface TaskFacts {
   completed: number;
 }
 
-export async function profileRollouts(options: ProfileOptions): Promise<ProfileReport> {
-  const { inputsPath, rolloutsPath } = options;
-  requireFile(inputsPath, '--inputs');
-  requireFile(rolloutsPath, '--rollouts');
+type ProfiledResult = KeyedResult & { agent: string };
 
-  const builder = new LedgerBuilder();
-  const tasks = new Map<number, TaskFacts>();
-  const agentOfKey = new RolloutKeyTable();
-  const agentNames: string[] = [];
-  const agentIds = new Map<string, number>();
+/** Every rollout the materialized inputs expect: its agent, its task's facts, and the outcome ledger being built. */
+class ExpectedRollouts {
+  readonly ledger = new LedgerBuilder();
+  readonly tasks = new Map<number, TaskFacts>();
+  /** Each expected key's agent, as an index into `agentNames`. */
+  private readonly agentOfKey = new RolloutKeyTable();
+  private readonly agentNames: string[] = [];
+  private readonly agentIds = new Map<string, number>();
 
-  const inputs = await scanRowsFile(inputsPath, (row, line) => {
-    const { task, rollout } = requireKey(inputsPath, line.lineNo, row);
-    if (builder.has(task, rollout))
+  /** One materialized input row, at `file:lineNo`. */
+  expect(file: string, lineNo: number, row: Row): void {
+    const { task, rollout } = requireKey(file, lineNo, row);
+    if (this.ledger.has(task, rollout))
       throw new ConfigError(
-        `Duplicate materialized input row for rollout key ${formatKey(task, rollout)} (${inputsPath}:${line.lineNo}).`,
+        `Duplicate materialized input row for rollout key ${formatKey(task, rollout)} (${file}:${lineNo}).`,
         'GYM_PROFILE_DUPLICATE',
       );
     const agent = agentNameOfRow(row);
-    builder.expected(task, rollout, agent);
-    if (!agentIds.has(agent)) agentIds.set(agent, agentNames.push(agent) - 1);
-    agentOfKey.set(task, rollout, agentIds.get(agent)!);
-    let facts = tasks.get(task);
+    this.ledger.expected(task, rollout, agent);
+    if (!this.agentIds.has(agent)) this.agentIds.set(agent, this.agentNames.push(agent) - 1);
+    this.agentOfKey.set(task, rollout, this.agentIds.get(agent)!);
+    this.factsOf(task, row).expected++;
+  }
+
+  /** The agent an input row names for this key; undefined when no input row has the key. */
+  agentOf(task: number, rollout: number): string | undefined {
+    const agentId = this.agentOfKey.get(task, rollout);
+    return agentId === undefined ? undefined : this.agentNames[agentId]!;
+  }
+
+  /** A task's facts, begun from its first input row (without the key) as the task's sample. */
+  private factsOf(task: number, row: Row): TaskFacts {
+    let facts = this.tasks.get(task);
     if (!facts) {
       const sample = { ...row };
       delete sample[TASK_INDEX];
       delete sample[ROLLOUT_INDEX];
-      tasks.set(
-        task,
-        (facts = {
-          sample,
-          expected: 0,
-          failedRetryable: 0,
-          failedTerminal: 0,
-          missing: 0,
-          rewardSum: 0,
-          completed: 0,
-        }),
-      );
+      facts = { sample, expected: 0, failedRetryable: 0, failedTerminal: 0, missing: 0, rewardSum: 0, completed: 0 };
+      this.tasks.set(task, facts);
     }
-    facts.expected++;
-  });
+    return facts;
+  }
+}
+
+async function readInputs(inputsPath: string): Promise<ExpectedRollouts> {
+  const expected = new ExpectedRollouts();
+  const inputs = await scanRowsFile(inputsPath, (row, line) => expected.expect(inputsPath, line.lineNo, row));
   if (inputs.torn)
     throw new ConfigError(
       `${inputsPath}:${inputs.torn.lineNo}: the last line is incomplete; this materialized inputs file is damaged.`,
       'GYM_PROFILE_TORN',
     );
+  return expected;
+}
 
-  const results: Array<KeyedResult & { agent: string }> = [];
-  const extra: Array<{ task: number; rollout: number }> = [];
+/** The completed rollouts, each recorded in the ledger; a row no input expects fails the profile (after the scan). */
+async function readRollouts(
+  rolloutsPath: string,
+  expected: ExpectedRollouts,
+  warn: (line: string) => void,
+): Promise<ProfiledResult[]> {
+  const results: ProfiledResult[] = [];
+  const extra: RolloutKey[] = [];
   let extraCount = 0;
   const seen = new RolloutKeyTable();
   const rollouts = await scanRowsFile(rolloutsPath, (row, line) => {
@@ -159,45 +176,46 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
         'GYM_PROFILE_DUPLICATE',
       );
     seen.set(task, rollout, 1);
-    const agentId = agentOfKey.get(task, rollout);
-    if (agentId === undefined) {
+    const agent = expected.agentOf(task, rollout);
+    if (agent === undefined) {
       extraCount++;
       if (extra.length < SHOWN_KEYS) extra.push({ task, rollout });
       return;
     }
-    const agent = agentNames[agentId]!;
-    builder.completed(task, rollout, agent, rewardOf(row));
+    expected.ledger.completed(task, rollout, agent, rewardOf(row));
     results.push({ ...keyedResult(row, task, rollout), agent });
   });
   if (rollouts.torn)
-    options.warn(
-      `Ignoring the torn last line of ${rolloutsPath} (line ${rollouts.torn.lineNo}, left by an interrupted run).`,
-    );
+    warn(`Ignoring the torn last line of ${rolloutsPath} (line ${rollouts.torn.lineNo}, left by an interrupted run).`);
   if (extraCount > 0) {
     throw new ConfigError(
       `Rollout results contain rows with no matching materialized input rows. Found ${extraCount} extra rollout rows. Extra rollout keys: ${keyList(extra)}. Check that --inputs and --rollouts come from the same run.`,
       'GYM_PROFILE_EXTRA',
     );
   }
+  return results;
+}
 
-  const sidecar = failuresPathFor(rolloutsPath);
-  if (existsSync(sidecar)) {
-    const failures = await scanRowsFile(sidecar, (row) => {
-      const task = row[TASK_INDEX];
-      const rollout = row[ROLLOUT_INDEX];
-      if (!isRolloutKey(task, rollout) || !builder.isExpected(task, rollout as number)) return;
-      builder.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
-    });
-    if (failures.torn)
-      options.warn(
-        `Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`,
-      );
-  }
+/** The failures sidecar, when there is one: each failure of an expected rollout recorded in the ledger. */
+async function readFailures(sidecar: string, ledger: LedgerBuilder, warn: (line: string) => void): Promise<void> {
+  if (!existsSync(sidecar)) return;
+  const failures = await scanRowsFile(sidecar, (row) => {
+    const task = row[TASK_INDEX];
+    const rollout = row[ROLLOUT_INDEX];
+    if (!isRolloutKey(task, rollout) || !ledger.isExpected(task, rollout as number)) return;
+    ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+  });
+  if (failures.torn)
+    warn(`Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`);
+}
 
-  const missing: Array<{ task: number; rollout: number }> = [];
+/** Counts each task's failed and missing rollouts; missing ones fail the profile unless partial rollouts are allowed. */
+function countUnfinished(expected: ExpectedRollouts, options: ProfileOptions, sidecar: string): void {
+  const missing: RolloutKey[] = [];
   let missingCount = 0;
-  builder.keys.forEach((task, rollout) => {
-    const outcome = builder.outcomeOf(task, rollout)!;
+  const { ledger, tasks } = expected;
+  ledger.keys.forEach((task, rollout) => {
+    const outcome = ledger.outcomeOf(task, rollout)!;
     const facts = tasks.get(task)!;
     if (outcome === 'failed_retryable') facts.failedRetryable++;
     else if (outcome === 'failed_terminal') facts.failedTerminal++;
@@ -209,20 +227,25 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
   });
   if (missingCount > 0 && !options.allowPartial) {
     throw new ConfigError(
-      `Materialized input rows and rollout results do not have matching rollout keys. Missing rollout results for ${missingCount} materialized input rows (neither in ${rolloutsPath} nor in ${sidecar}). Missing rollout keys: ${keyList(missing)}.\n\nUse ++allow_partial_rollouts=True to profile completed rollouts from a partial collection.`,
+      `Materialized input rows and rollout results do not have matching rollout keys. Missing rollout results for ${missingCount} materialized input rows (neither in ${options.rolloutsPath} nor in ${sidecar}). Missing rollout keys: ${keyList(missing)}.\n\nUse ++allow_partial_rollouts=True to profile completed rollouts from a partial collection.`,
       'GYM_PROFILE_MISSING',
     );
   }
+}
 
+/** Sorts the results by key and adds each to its task's completed count and reward sum. */
+function countCompleted(results: ProfiledResult[], tasks: Map<number, TaskFacts>): void {
   results.sort(compareKeys);
   for (const entry of results) {
     const facts = tasks.get(entry.task)!;
     facts.completed++;
     facts.rewardSum += rewardOf(entry.result);
   }
-  const ledger = builder.build();
+}
 
-  const groups: Row[] = describeTasks(results).map((group) => {
+/** One reward-profiling line per task with a completed rollout. */
+function taskGroups(results: ProfiledResult[], tasks: Map<number, TaskFacts>): Row[] {
+  return describeTasks(results).map((group) => {
     const facts = tasks.get(group.task)!;
     // A task appears here only with a completed rollout, so `attempted` is never 0.
     const attempted = facts.completed + facts.failedRetryable + facts.failedTerminal;
@@ -240,8 +263,11 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
       rollout_infos: group.rolloutInfos,
     };
   });
+}
 
-  const agents: Row[] = ledger.agents().map((agent) => {
+/** One agent-metrics entry per agent: statistics, pass@k over its tasks, and its outcome counts. */
+function agentEntries(results: ProfiledResult[], ledger: OutcomeLedger): Row[] {
+  return ledger.agents().map((agent) => {
     const mine = results.filter((entry) => entry.agent === agent);
     const byTask = new Map<number, Row[]>();
     for (const entry of mine) {
@@ -257,8 +283,9 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
       agent_ref: { name: agent },
     };
   });
+}
 
-  const overall = ledger.total();
+function completionOf(overall: OutcomeCounts, tasks: Map<number, TaskFacts>): CompletionSummary {
   let complete = 0;
   let partial = 0;
   let without = 0;
@@ -267,7 +294,7 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
     else if (facts.completed > 0) partial++;
     else without++;
   }
-  const completion: CompletionSummary = {
+  return {
     completed_rollout_rows: overall.completed,
     expected_rollout_rows: overall.expected,
     completion_pct: overall.expected > 0 ? (100 * overall.completed) / overall.expected : 100,
@@ -279,6 +306,24 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
     missing_rollout_rows: overall.missing,
     extra_rollout_rows: 0,
   };
+}
+
+export async function profileRollouts(options: ProfileOptions): Promise<ProfileReport> {
+  const { inputsPath, rolloutsPath } = options;
+  requireFile(inputsPath, '--inputs');
+  requireFile(rolloutsPath, '--rollouts');
+  const expected = await readInputs(inputsPath);
+  const results = await readRollouts(rolloutsPath, expected, options.warn);
+  const sidecar = failuresPathFor(rolloutsPath);
+  await readFailures(sidecar, expected.ledger, options.warn);
+  countUnfinished(expected, options, sidecar);
+  countCompleted(results, expected.tasks);
+  const ledger = expected.ledger.build();
+
+  const groups = taskGroups(results, expected.tasks);
+  const agents = agentEntries(results, ledger);
+  const overall = ledger.total();
+  const completion = completionOf(overall, expected.tasks);
 
   const outputs = profilePaths(rolloutsPath);
   writeFileAtomic(outputs.rewardProfiling, groups.map((group) => `${JSON.stringify(group)}\n`).join(''));

@@ -168,52 +168,67 @@ async function listenOrExplain(app: App, port: number, host: string): Promise<Li
   }
 }
 
-export async function startViewServer(options: ViewServerOptions): Promise<ViewServer> {
-  const { rolloutsPath } = options;
-  const host = options.host ?? '127.0.0.1';
-  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
-  await requireRolloutsFile(rolloutsPath);
-  if (options.comparePath !== undefined) await requireRolloutsFile(options.comparePath);
-  const first = new RolloutIndex(rolloutsPath);
-  const second = options.comparePath === undefined ? undefined : new RolloutIndex(options.comparePath);
-  if (second) second.runParam = 'b';
-  // The first refresh goes on in the background: the server answers at once, pages show how far indexing got.
-  void first.refresh().catch((err: unknown) => options.onError?.(err));
-  void second?.refresh().catch((err: unknown) => options.onError?.(err));
+/** The one or two runs a viewer shows, each brought up to date with its files when a page asks for it. */
+class ViewedRuns {
+  constructor(
+    readonly first: RolloutIndex,
+    readonly second: RolloutIndex | undefined,
+  ) {}
 
-  const runOf = async (query: URLSearchParams): Promise<RolloutIndex> => {
+  /** The run a page's `run=` names: `a` (the default) or, when comparing, `b`. */
+  async of(query: URLSearchParams): Promise<RolloutIndex> {
     const run = query.get('run') ?? 'a';
-    if (run === 'a') return current(first);
-    if (run === 'b' && second) return current(second);
+    if (run === 'a') return current(this.first);
+    if (run === 'b' && this.second) return current(this.second);
     throw new ViewRequestError(
       400,
-      second ? `run must be 'a' or 'b', not '${run}'.` : `run '${run}' does not exist: this viewer shows one run.`,
+      this.second ? `run must be 'a' or 'b', not '${run}'.` : `run '${run}' does not exist: this viewer shows one run.`,
     );
-  };
-  const both = async (): Promise<[RolloutIndex, RolloutIndex]> => {
-    if (!second) throw new ViewRequestError(404, 'Comparing needs two runs: gym view A.jsonl B.jsonl.');
-    return [await current(first), await current(second)];
-  };
+  }
 
-  const answer =
-    (build: (req: GymRequest) => Promise<GymReply>) =>
-    async (req: GymRequest): Promise<GymReply> => {
-      try {
-        return await build(req);
-      } catch (err) {
-        if (err instanceof ViewRequestError) return errorPage(err.status, err.message);
-        options.onError?.(err);
-        return errorPage(500, `Unexpected error: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    };
+  async both(): Promise<[RolloutIndex, RolloutIndex]> {
+    if (!this.second) throw new ViewRequestError(404, 'Comparing needs two runs: gym view A.jsonl B.jsonl.');
+    return [await current(this.first), await current(this.second)];
+  }
+}
 
-  const app = new App();
-  if (isLoopback(host)) app.use(loopbackHostsOnly);
+/** Checks the files and starts indexing them; the first refresh goes on in the background. */
+async function openRuns(options: ViewServerOptions): Promise<ViewedRuns> {
+  await requireRolloutsFile(options.rolloutsPath);
+  if (options.comparePath !== undefined) await requireRolloutsFile(options.comparePath);
+  const first = new RolloutIndex(options.rolloutsPath);
+  const second = options.comparePath === undefined ? undefined : new RolloutIndex(options.comparePath);
+  if (second) second.runParam = 'b';
+  // The server answers at once, pages show how far indexing got.
+  void first.refresh().catch((err: unknown) => options.onError?.(err));
+  void second?.refresh().catch((err: unknown) => options.onError?.(err));
+  return new ViewedRuns(first, second);
+}
+
+type PageBuilder = (req: GymRequest) => Promise<GymReply>;
+
+/** A page's handler: a request the page cannot answer is an error page; an unexpected failure also goes to `onError`. */
+type Answering = (build: PageBuilder) => PageBuilder;
+
+function answering(onError: ViewServerOptions['onError']): Answering {
+  return (build) => async (req) => {
+    try {
+      return await build(req);
+    } catch (err) {
+      if (err instanceof ViewRequestError) return errorPage(err.status, err.message);
+      onError?.(err);
+      return errorPage(500, `Unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+}
+
+/** The index page of a run, its live section and its charts. */
+function addRunPages(app: App, runs: ViewedRuns, pageSize: number, answer: Answering): void {
   app.get(
     '/',
     answer(async (req) => {
-      const index = await runOf(req.query);
-      const compareLink = second ? html`<a href="/compare">compare A and B</a>` : undefined;
+      const index = await runs.of(req.query);
+      const compareLink = runs.second ? html`<a href="/compare">compare A and B</a>` : undefined;
       return htmlReply(
         await renderIndexPage(
           index,
@@ -228,14 +243,14 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   app.get(
     '/live',
     answer(async (req) => {
-      const index = await runOf(req.query);
+      const index = await runs.of(req.query);
       return fragmentReply(liveSection(index, await readRunStatus(index.rolloutsPath)).text);
     }),
   );
   app.get(
     '/charts',
     answer(async (req) => {
-      const index = await runOf(req.query);
+      const index = await runs.of(req.query);
       const charts = runCharts(index, await readRunStatus(index.rolloutsPath));
       return req.query.get('page') === '1'
         ? htmlReply(
@@ -244,6 +259,9 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
         : fragmentReply(charts.text);
     }),
   );
+}
+
+function addAssets(app: App): void {
   // Browsers ask for it on every page; an empty answer instead of a 404 in their consoles.
   app.get('/favicon.ico', () => ({ status: 204, raw: '', contentType: 'image/x-icon', headers: HEADERS }));
   app.get('/assets/live.js', () => ({
@@ -252,44 +270,63 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     contentType: 'text/javascript; charset=utf-8',
     headers: HEADERS,
   }));
+}
+
+function addComparePages(app: App, runs: ViewedRuns, pageSize: number, answer: Answering): void {
   app.get(
     '/compare',
     answer(async (req) => {
-      const [a, b] = await both();
+      const [a, b] = await runs.both();
       return htmlReply(renderComparePage(a, b, req.query, pageSize));
     }),
   );
   app.get(
     '/compare/task',
     answer(async (req) => {
-      const [a, b] = await both();
+      const [a, b] = await runs.both();
       return htmlReply(await renderTaskSideBySide(a, b, req.query));
     }),
   );
+}
+
+/** One rollout's page, read back from its line on disk. */
+async function rolloutPage(runs: ViewedRuns, query: URLSearchParams): Promise<GymReply> {
+  const { source, line } = detailTarget(query);
+  const index = await runs.of(query);
+  const entry = index.find(source, line);
+  if (!entry) {
+    const file = source === 'main' ? index.rolloutsPath : index.failuresPath;
+    throw new ViewRequestError(404, `${file} has no readable row on line ${line}.`);
+  }
+  try {
+    return htmlReply(renderRolloutPage(index, entry, await readRow(index, entry)));
+  } catch (err) {
+    // The file was rewritten between the refresh and the read: the next request indexes it again.
+    if (!(err instanceof StaleIndexError)) throw err;
+    throw new ViewRequestError(409, `${err.message}; reload the page.`);
+  }
+}
+
+export async function startViewServer(options: ViewServerOptions): Promise<ViewServer> {
+  const host = options.host ?? '127.0.0.1';
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const runs = await openRuns(options);
+  const answer = answering(options.onError);
+  const app = new App();
+  if (isLoopback(host)) app.use(loopbackHostsOnly);
+  addRunPages(app, runs, pageSize, answer);
+  addAssets(app);
+  addComparePages(app, runs, pageSize, answer);
   app.get(
     '/rollout',
-    answer(async (req) => {
-      const { source, line } = detailTarget(req.query);
-      const index = await runOf(req.query);
-      const entry = index.find(source, line);
-      if (!entry) {
-        const file = source === 'main' ? index.rolloutsPath : index.failuresPath;
-        throw new ViewRequestError(404, `${file} has no readable row on line ${line}.`);
-      }
-      try {
-        return htmlReply(renderRolloutPage(index, entry, await readRow(index, entry)));
-      } catch (err) {
-        // The file was rewritten between the refresh and the read: the next request indexes it again.
-        if (!(err instanceof StaleIndexError)) throw err;
-        throw new ViewRequestError(409, `${err.message}; reload the page.`);
-      }
-    }),
+    answer((req) => rolloutPage(runs, req.query)),
   );
   const listening = await listenOrExplain(app, options.port ?? 0, host);
+  const { first } = runs;
   return {
     url: listening.url,
     port: listening.port,
-    rolloutsPath,
+    rolloutsPath: options.rolloutsPath,
     failuresPath: first.failuresPath,
     index: async () => {
       await first.refresh();
