@@ -93,7 +93,7 @@ describe('routing', () => {
     assert.equal(failures[0]!._ng_task_index, 1);
     assert.deepEqual(failures[0]!.agent_ref, { name: 'my_agent' });
 
-    // Aggregation saw only the persisted successes, stripped of heavy fields (case 63).
+    // Aggregation saw only the persisted successes, stripped of heavy fields.
     const calls = r.agents.my_agent!.aggregateCalls;
     assert.equal(calls.length, 1);
     assert.deepEqual(

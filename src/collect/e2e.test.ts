@@ -1,5 +1,5 @@
 /**
- * End to end (cases 62 and 73): `gym eval run` without `--no-serve` starts the real counter environment and the
+ * End to end: `gym eval run` without `--no-serve` starts the real counter environment and the
  * real remote agent from `counter_remote.yaml`, drives a scripted agent service through the dataset, and stops
  * everything. One task's service call answers HTTP 500: that rollout lands in the sidecar, the rest score 1.0.
  */

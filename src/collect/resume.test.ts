@@ -1,6 +1,6 @@
 /**
- * `+resume_from_cache=true` through the real CLI: retry rules (case 65, 66), identity check (D9), missing files
- * (case 67), crash safety under SIGKILL (D10) and torn last lines.
+ * `+resume_from_cache=true` through the real CLI: retry rules (which outcomes run again), identity check (D9),
+ * missing files, crash safety under SIGKILL (D10) and torn last lines.
  */
 import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
@@ -159,7 +159,7 @@ test('resume refuses when the inputs or the request-shaping config changed, nami
   assert.equal(r.agent.runs.length, 3);
 });
 
-test('resume without the previous files says so and runs fresh (case 67)', async () => {
+test('resume without the previous files says so and runs fresh', async () => {
   const r = await rig((input) => fakeReply.success(input), [row(0)]);
   const res = await r.gym(['--resume']);
   assert.equal(res.code, 0, res.stderr);

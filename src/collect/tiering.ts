@@ -7,7 +7,7 @@
  * more than the faster code gives back. Measured in scenario 8's collector (2,000 rollouts): about a third of its CPU
  * was TurboFan compiling on V8's background threads. A four times larger budget lets only the really hot code
  * tier up, a little later; a long collection reaches the same optimized code, so only the warm-up is cheaper (see
- * bench/README.md, issue 22). The servers are separate, long-lived processes and keep V8's default.
+ * bench/README.md, "the collector's own CPU"). The servers are separate, long-lived processes and keep V8's default.
  */
 import { setFlagsFromString } from 'node:v8';
 

@@ -3,7 +3,7 @@
  * zod. The schemas (item-schemas.ts, body-schemas.ts) build their enums from these lists, and the fast path
  * (fast-path.ts) checks fields against them, so a process that only ever meets the common shapes never loads zod:
  * `gym eval run` checks every row's `responses_create_params` and used to pay ≈ 135 ms of start-up for zod alone
- * (bench/README.md, issue 22). declared.test.ts holds each field list equal to its schema's.
+ * (bench/README.md, "the collector's own CPU"). declared.test.ts holds each field list equal to its schema's.
  */
 
 export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
