@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { startRedis, type RedisProcess } from '../src/queue/redis-server.js';
+import { startRedis, type RedisProcess } from '../test/support/redis-server.js';
 import { writeCounterRows } from '../resources_servers/example_session_state_mgmt/scripts/generate.js';
 import { collect, GYM, REPO, startGym, type CollectResult, type RunningGym } from './gym.js';
 import { delta, sampleProc, start, stop, waitForLine, type ProcSample } from './procs.js';

@@ -13,7 +13,7 @@ import {
   type ServiceHandler,
 } from '../testing/index.js';
 import { runAgentCheck, type AgentCheckOptions, type AgentCheckReport } from './agent-check.js';
-import { assertCheck } from './report-assertions.js';
+import { assertCheck } from '../../test/support/report-assertions.js';
 
 /** The bound on each call of a check that must answer: generous, so a busy machine is not a failing service. */
 const CALL_TIMEOUT_MS = 60_000;

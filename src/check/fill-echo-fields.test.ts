@@ -10,7 +10,7 @@ import { counterTaskReply } from '../testing/counter-brain.js';
 import { startScriptedService, type ServiceHandler } from '../testing/index.js';
 import { runAgentCheck, type AgentCheckReport } from './agent-check.js';
 import { formatReport } from './format.js';
-import { assertCheck, statusOf } from './report-assertions.js';
+import { assertCheck, statusOf } from '../../test/support/report-assertions.js';
 
 async function check(handler: ServiceHandler, fillEchoFields?: boolean): Promise<AgentCheckReport> {
   const service = await startScriptedService(handler);

@@ -17,7 +17,7 @@ import {
 } from '../testing/index.js';
 import { runAgentCheck, type AgentCheckReport } from './agent-check.js';
 import { CHECKS, ROW_PROBES_CHECK } from './checks.js';
-import { assertCheck } from './report-assertions.js';
+import { assertCheck } from '../../test/support/report-assertions.js';
 import { loadRowProbes } from './row-probes.js';
 
 /** The bound on each call of a check: generous, so a busy machine is not a failing service. */

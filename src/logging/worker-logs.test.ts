@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { runGym, spawnGym, tempDir, writeJsonl } from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
-import { startRedis } from '../queue/redis-server.js';
+import { startRedis } from '../../test/support/redis-server.js';
 import { fakeReply, startFakeAgent, startFakeHead } from '../testing/fake-agent.js';
 
 const closers: Array<() => Promise<unknown>> = [];

@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
-import { startRedis, type RedisProcess } from '../queue/redis-server.js';
+import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import { reply, startScriptedService, toolOutputsIn, type ScriptedService } from '../testing/index.js';
 import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { addendsOf, solveCounterTask } from '../../test/support/live-run.js';

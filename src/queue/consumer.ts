@@ -42,125 +42,77 @@ export interface RunConsumer {
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export function startConsumer(options: ConsumerOptions): RunConsumer {
-  const { client, blocking, run, consumer, concurrency } = options;
-  const key = jobsKey(run.prefix);
-  const results = resultsKey(run.prefix);
+  return new JobsConsumer(options);
+}
+
+/** The consumer's state: the jobs it holds, its slots, the answers waiting to share a round trip, its timers. */
+class JobsConsumer implements RunConsumer {
+  private readonly key: string;
+  private readonly results: string;
   /** Entries pending under this consumer and not yet answered or handed back (the heartbeat keeps them). */
-  const mine = new Map<string, StreamJob>();
-  const held = new Map<string, NodeJS.Timeout>();
+  private readonly mine = new Map<string, StreamJob>();
+  /** Refused jobs waiting out REFUSAL_DELAY_MS before they are handed back, by entry id. */
+  private readonly held = new Map<string, NodeJS.Timeout>();
   /** When this worker last turned each job down (job id → ms). */
-  const refusedAt = new Map<string, number>();
-  const answering = new Set<Promise<unknown>>();
-  let running = 0;
-  let closing = false;
-  let forced = false;
-  let slotFreed: (() => void) | undefined;
-  let finished: Array<{ entryId: string; text: string }> = [];
-  let finishedChars = 0;
+  private readonly refusedAt = new Map<string, number>();
+  /** Runs and Redis writes not yet settled: closing waits for them. */
+  private readonly answering = new Set<Promise<unknown>>();
+  /** Slots in use: jobs taken and not yet answered or refused (a batch of answers frees its slots together). */
+  private running = 0;
+  private closing = false;
+  private forced = false;
+  /** Wakes the read loop waiting for a free slot. */
+  private slotFreed: (() => void) | undefined;
+  /** Answers waiting for others to share their round trip, and their total length. */
+  private finished: Array<{ entryId: string; text: string }> = [];
+  private finishedChars = 0;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private beating = false;
+  private checking = false;
+  private readonly looping: Promise<void>;
+  private readonly beat: NodeJS.Timeout;
+  private readonly check: NodeJS.Timeout;
 
-  const track = (work: Promise<unknown>): void => {
-    const settled = work.catch(() => undefined).finally(() => answering.delete(settled));
-    answering.add(settled);
-  };
+  constructor(private readonly options: ConsumerOptions) {
+    this.key = jobsKey(options.run.prefix);
+    this.results = resultsKey(options.run.prefix);
+    this.looping = this.takeJobs();
+    const { stallMs } = options.run;
+    this.beat = setInterval(() => this.renewClaims(), Math.max(50, Math.round(stallMs / 3)));
+    this.check = setInterval(() => this.moveStalledBack(), Math.max(100, Math.round(stallMs / 2)));
+    this.beat.unref();
+    this.check.unref();
+  }
 
-  /** One MULTI per batch of answers: every result with its job's acknowledgement and deletion. */
-  const flush = (): void => {
-    const batch = finished;
-    finished = [];
-    finishedChars = 0;
-    if (batch.length === 0) return;
-    const ids = batch.map((item) => item.entryId);
-    const work = client
-      .multi()
-      .xadd(results, '*', 'r', `[${batch.map((item) => item.text).join(',')}]`)
-      .xack(key, GROUP, ...ids)
-      .xdel(key, ...ids)
-      .exec()
-      // Not answered (Redis gone at close): the entries stay pending and a live worker reclaims them.
-      .then(() => ids.forEach((id) => mine.delete(id)));
-    track(work);
-    // The slots of the batch free together: one read takes new jobs for all of them.
-    running -= batch.length;
-    wakeLoop();
-  };
-
-  const handBack = (job: StreamJob): void => {
-    held.delete(job.entryId);
-    track(
-      client
-        .multi()
-        .xadd(key, '*', ...job.fields)
-        .xack(key, GROUP, job.entryId)
-        .xdel(key, job.entryId)
-        .exec()
-        .then(() => mine.delete(job.entryId)),
-    );
-  };
-
-  const wakeLoop = (): void => {
-    const wake = slotFreed;
-    slotFreed = undefined;
-    wake?.();
-  };
-  const freeSlot = (): void => {
-    running--;
-    wakeLoop();
-  };
-  /**
-   * Answers wait up to ANSWER_BATCH_MS for the others finishing meanwhile, one round trip for all of them; half the
-   * slots waiting is enough (the other half keeps the agent busy meanwhile).
-   */
-  let flushTimer: NodeJS.Timeout | undefined;
-  const answer = (entryId: string, text: string): void => {
-    finished.push({ entryId, text });
-    finishedChars += text.length;
-    if (finished.length >= Math.max(1, concurrency / 2) || finishedChars >= ANSWER_BATCH_CHARS) {
-      clearTimeout(flushTimer);
-      flushTimer = undefined;
-      flush();
-    } else if (finished.length === 1) {
-      flushTimer = setTimeout(() => {
-        flushTimer = undefined;
-        flush();
-      }, ANSWER_BATCH_MS);
+  async close(force = false): Promise<void> {
+    this.closing = true;
+    if (force) {
+      this.forced = true;
+      clearInterval(this.beat);
     }
-  };
+    clearInterval(this.check);
+    this.slotFreed?.();
+    if (force) return;
+    await this.looping;
+    for (const [entryId, timer] of this.held) {
+      clearTimeout(timer);
+      const job = this.mine.get(entryId);
+      if (job) this.handBack(job);
+    }
+    while (this.answering.size > 0 || this.finished.length > 0) {
+      this.flush();
+      await Promise.all([...this.answering]);
+    }
+    clearInterval(this.beat);
+  }
 
-  const start = (job: StreamJob): void => {
-    mine.set(job.entryId, job);
-    if (closing) return handBack(job);
-    running++;
-    const work = options.execute(job).then(
-      (outcome) => {
-        if ('result' in outcome) return answer(job.entryId, JSON.stringify(outcome.result));
-        freeSlot();
-        // Handed back at once for another worker to take; a job this worker turned down moments ago (nobody else
-        // took it) waits first, so a worker alone with jobs it cannot run does not spin on them.
-        const now = Date.now();
-        const again = now - (refusedAt.get(job.jobId) ?? 0) < REFUSAL_DELAY_MS;
-        if (refusedAt.size > 10_000) refusedAt.clear(); // job ids come from Redis: bounded
-        refusedAt.set(job.jobId, now);
-        if (closing || !again) handBack(job);
-        else
-          held.set(
-            job.entryId,
-            setTimeout(() => handBack(job), REFUSAL_DELAY_MS),
-          );
-      },
-      (error: unknown) => {
-        // The job could not be run at all (unusable entry): answered so the collector's row says why.
-        const lost = `the worker could not run it: ${(error as Error).message}`;
-        answer(job.entryId, JSON.stringify({ jobId: job.jobId, worker: consumer, lost }));
-      },
-    );
-    track(work);
-  };
-
-  const loop = async (): Promise<void> => {
-    while (!closing) {
-      const free = concurrency - running;
+  /** Takes jobs while there are free slots (one blocking read for all of them), until closing. */
+  private async takeJobs(): Promise<void> {
+    const { blocking, consumer, concurrency } = this.options;
+    while (!this.closing) {
+      const free = concurrency - this.running;
       if (free <= 0) {
-        await new Promise<void>((resolve) => (slotFreed = resolve));
+        await new Promise<void>((resolve) => (this.slotFreed = resolve));
         continue;
       }
       let reply: unknown;
@@ -175,7 +127,7 @@ export function startConsumer(options: ConsumerOptions): RunConsumer {
           'BLOCK',
           BLOCK_MS,
           'STREAMS',
-          key,
+          this.key,
           '>',
         );
       } catch {
@@ -183,62 +135,144 @@ export function startConsumer(options: ConsumerOptions): RunConsumer {
         await pause(200);
         continue;
       }
-      for (const job of parseJobs(reply)) start(job);
+      for (const job of parseJobs(reply)) this.start(job);
     }
-  };
-  const looping = loop();
+  }
 
-  const stallMs = run.stallMs;
-  let beating = false;
-  const beat = setInterval(
-    () => {
-      if (beating || forced || mine.size === 0) return;
-      beating = true;
-      heartbeat(client, key, consumer, [...mine.keys()])
-        .catch(() => undefined)
-        .finally(() => (beating = false));
-    },
-    Math.max(50, Math.round(stallMs / 3)),
-  );
-  let checking = false;
-  const check = setInterval(
-    () => {
-      if (checking || closing) return;
-      checking = true;
-      reclaimStalled(client, { jobs: key, results }, consumer, stallMs, new Set(mine.keys()))
-        .then(({ requeued, lost }) => {
-          for (const jobId of requeued) options.onReclaimed(jobId, false);
-          for (const jobId of lost) options.onReclaimed(jobId, true);
-        })
-        .catch(() => undefined)
-        .finally(() => (checking = false));
-    },
-    Math.max(100, Math.round(stallMs / 2)),
-  );
-  beat.unref();
-  check.unref();
+  private start(job: StreamJob): void {
+    this.mine.set(job.entryId, job);
+    if (this.closing) return this.handBack(job);
+    this.running++;
+    const work = this.options.execute(job).then(
+      (outcome) => {
+        if ('result' in outcome) return this.answer(job.entryId, JSON.stringify(outcome.result));
+        this.freeSlot();
+        this.refuse(job);
+      },
+      (error: unknown) => {
+        // The job could not be run at all (unusable entry): answered so the collector's row says why.
+        const lost = `the worker could not run it: ${(error as Error).message}`;
+        this.answer(job.entryId, JSON.stringify({ jobId: job.jobId, worker: this.options.consumer, lost }));
+      },
+    );
+    this.track(work);
+  }
 
-  return {
-    async close(force = false) {
-      closing = true;
-      if (force) {
-        forced = true;
-        clearInterval(beat);
-      }
-      clearInterval(check);
-      slotFreed?.();
-      if (force) return;
-      await looping;
-      for (const [entryId, timer] of held) {
-        clearTimeout(timer);
-        const job = mine.get(entryId);
-        if (job) handBack(job);
-      }
-      while (answering.size > 0 || finished.length > 0) {
-        flush();
-        await Promise.all([...answering]);
-      }
-      clearInterval(beat);
-    },
-  };
+  /**
+   * Handed back at once for another worker to take; a job this worker turned down moments ago (nobody else took it)
+   * waits first, so a worker alone with jobs it cannot run does not spin on them.
+   */
+  private refuse(job: StreamJob): void {
+    const now = Date.now();
+    const again = now - (this.refusedAt.get(job.jobId) ?? 0) < REFUSAL_DELAY_MS;
+    if (this.refusedAt.size > 10_000) this.refusedAt.clear(); // job ids come from Redis: bounded
+    this.refusedAt.set(job.jobId, now);
+    if (this.closing || !again) this.handBack(job);
+    else
+      this.held.set(
+        job.entryId,
+        setTimeout(() => this.handBack(job), REFUSAL_DELAY_MS),
+      );
+  }
+
+  private track(work: Promise<unknown>): void {
+    const settled = work.catch(() => undefined).finally(() => this.answering.delete(settled));
+    this.answering.add(settled);
+  }
+
+  /**
+   * Answers wait up to ANSWER_BATCH_MS for the others finishing meanwhile, one round trip for all of them; half the
+   * slots waiting is enough (the other half keeps the agent busy meanwhile).
+   */
+  private answer(entryId: string, text: string): void {
+    this.finished.push({ entryId, text });
+    this.finishedChars += text.length;
+    if (this.finished.length >= Math.max(1, this.options.concurrency / 2) || this.finishedChars >= ANSWER_BATCH_CHARS) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
+      this.flush();
+    } else if (this.finished.length === 1) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flush();
+      }, ANSWER_BATCH_MS);
+    }
+  }
+
+  /** One MULTI per batch of answers: every result with its job's acknowledgement and deletion. */
+  private flush(): void {
+    const batch = this.finished;
+    this.finished = [];
+    this.finishedChars = 0;
+    if (batch.length === 0) return;
+    const { key } = this;
+    const ids = batch.map((item) => item.entryId);
+    const work = this.options.client
+      .multi()
+      .xadd(this.results, '*', 'r', `[${batch.map((item) => item.text).join(',')}]`)
+      .xack(key, GROUP, ...ids)
+      .xdel(key, ...ids)
+      .exec()
+      // Not answered (Redis gone at close): the entries stay pending and a live worker reclaims them.
+      .then(() => ids.forEach((id) => this.mine.delete(id)));
+    this.track(work);
+    // The slots of the batch free together: one read takes new jobs for all of them.
+    this.running -= batch.length;
+    this.wakeLoop();
+  }
+
+  private handBack(job: StreamJob): void {
+    const { key } = this;
+    this.held.delete(job.entryId);
+    this.track(
+      this.options.client
+        .multi()
+        .xadd(key, '*', ...job.fields)
+        .xack(key, GROUP, job.entryId)
+        .xdel(key, job.entryId)
+        .exec()
+        .then(() => this.mine.delete(job.entryId)),
+    );
+  }
+
+  private wakeLoop(): void {
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
+  }
+
+  private freeSlot(): void {
+    this.running--;
+    this.wakeLoop();
+  }
+
+  /** The heartbeat: re-claims the jobs this consumer holds, so no stalled check takes them. */
+  private renewClaims(): void {
+    if (this.beating || this.forced || this.mine.size === 0) return;
+    this.beating = true;
+    heartbeat(this.options.client, this.key, this.options.consumer, [...this.mine.keys()])
+      .catch(() => undefined)
+      .finally(() => (this.beating = false));
+  }
+
+  /** The stalled check: jobs of stopped workers go back to the stream (or are given up). */
+  private moveStalledBack(): void {
+    if (this.checking || this.closing) return;
+    this.checking = true;
+    const { options } = this;
+    const ownEntries = new Set(this.mine.keys());
+    reclaimStalled(
+      options.client,
+      { jobs: this.key, results: this.results },
+      options.consumer,
+      options.run.stallMs,
+      ownEntries,
+    )
+      .then(({ requeued, lost }) => {
+        for (const jobId of requeued) options.onReclaimed(jobId, false);
+        for (const jobId of lost) options.onReclaimed(jobId, true);
+      })
+      .catch(() => undefined)
+      .finally(() => (this.checking = false));
+  }
 }

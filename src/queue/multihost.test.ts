@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { installRoot } from '../config/roots.js';
 import { GYM_BIN, lineCount, readJsonl, tempDir } from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
-import { REDIS_SERVER_BIN } from './redis-server.js';
+import { REDIS_SERVER_BIN } from '../../test/support/redis-server.js';
 
 const ROOT = installRoot();
 const DATA = path.join(ROOT, 'resources_servers/example_session_state_mgmt/data/example.jsonl');

@@ -22,7 +22,7 @@ import {
 import type { Row } from '../runfiles/row.js';
 import { App } from '../http/server.js';
 import { findFreePort } from '../config/index.js';
-import { startRedis, type RedisProcess } from './redis-server.js';
+import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import { eventually } from '../../test/support/wait.js';
 
 /** Upper bound of every wait for something that takes milliseconds on a quiet machine: only a broken run hits it. */

@@ -17,7 +17,7 @@ import { runStreamKey, startQueuedRun, writeAgentRows } from '../../test/support
 import { startOtlpReceiver, type ReceivedSpan } from '../../test/support/otlp-receiver.js';
 import { fakeResponse, startFakeHead } from '../testing/fake-agent.js';
 import { eventually, gate } from '../../test/support/wait.js';
-import { startRedis } from './redis-server.js';
+import { startRedis } from '../../test/support/redis-server.js';
 
 /** Upper bound of every wait for something that takes milliseconds on a quiet machine. */
 const WAIT_MS = 60_000;

@@ -16,7 +16,7 @@ import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../tes
 import { solveCounterTask } from '../../test/support/live-run.js';
 import { eventually } from '../../test/support/wait.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../../test/support/otlp-receiver.js';
-import { startRedis } from './redis-server.js';
+import { startRedis } from '../../test/support/redis-server.js';
 
 /** Upper bound of every wait for something that takes a second or so on a quiet machine. */
 const WAIT_MS = 60_000;

@@ -25,7 +25,7 @@ import {
   type FakeRunHandler,
 } from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
-import { startRedis, type RedisProcess } from './redis-server.js';
+import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import { eventually, gate, type Gate } from '../../test/support/wait.js';
 
 const closers: Array<() => Promise<unknown> | unknown> = [];

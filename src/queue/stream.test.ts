@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { readJsonl, tempDir } from '../../test/support/cli.js';
 import { runStreamKey, startQueuedRun, writeAgentRows } from '../../test/support/queue-run.js';
 import { fakeReply, startFakeAgent, startFakeHead } from '../testing/fake-agent.js';
-import { startRedis } from './redis-server.js';
+import { startRedis } from '../../test/support/redis-server.js';
 import { eventually, gate } from '../../test/support/wait.js';
 
 /** Upper bound of every wait for something that takes milliseconds on a quiet machine. */

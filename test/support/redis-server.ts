@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { findFreePort } from '../config/index.js';
+import { findFreePort } from '../../src/config/index.js';
 
 export const REDIS_SERVER_BIN = process.env.TSGYM_REDIS_SERVER ?? '/usr/bin/redis-server';
 

@@ -1,7 +1,7 @@
 /** Test assertions over an `AgentCheckReport`, shared by the agent-check tests. */
 import assert from 'node:assert/strict';
-import type { AgentCheckReport } from './agent-check.js';
-import type { CheckStatus } from './checks.js';
+import type { AgentCheckReport } from '../../src/check/agent-check.js';
+import type { CheckStatus } from '../../src/check/checks.js';
 
 export function statusOf(report: AgentCheckReport, name: string): { status: CheckStatus; detail: string } {
   const found = report.checks.find((c) => c.name === name);
