@@ -106,8 +106,8 @@ export function mapping(wording: Wording & { rule: string }) {
 }
 
 /**
- * `block` read through `schema`; the first failing key (in the schema's key order, the order the checks ran in by
- * hand) is thrown as a ConfigError worded by `paragraph`.
+ * `block` read through `schema`; the first failing key in the schema's key order (so list the keys in the order a
+ * reader should fix them) is thrown as a ConfigError worded by `paragraph`.
  */
 export function parseBlock<Schema extends z.ZodObject>(
   schema: Schema,
