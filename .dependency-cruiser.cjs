@@ -3,7 +3,7 @@
 // bench/ sit on top and may import anything; nothing else may import them. Entries are path prefixes (regexes)
 // relative to the repository root. Read docs/layout.md for what each layer is.
 const LAYERS = [
-  ['src/errors\\.ts', 'src/bounded-json/', 'src/seeded-random\\.ts', 'src/generator-args\\.ts'],
+  ['src/errors\\.ts', 'src/bounded-json/', 'src/seeded-random\\.ts', 'src/generator-args\\.ts', 'src/main-module\\.ts'],
   // One JSON object per line on request (--log-format json): below everything that logs.
   ['src/logging/'],
   ['src/contract/'],

@@ -1,4 +1,5 @@
 import { isAssistantMessage } from '../../src/contract/index.js';
+import { isRecord } from '../../src/contract/records.js';
 import type { MathConfig } from './config.js';
 import { compareAnswers, type MatchReason } from './equivalence.js';
 import { extractAnswer, type ExtractionStrategy } from './extract.js';
@@ -72,8 +73,4 @@ export function finalMessageText(output: readonly unknown[]): string | undefined
       .join('');
   }
   return undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

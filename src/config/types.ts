@@ -1,3 +1,5 @@
+import { isRecord as isPlainObject } from '../contract/records.js';
+
 /** The fully resolved global config: plain YAML/JSON data, no interpolations left. */
 export type GlobalConfig = Record<string, unknown>;
 
@@ -85,9 +87,8 @@ export interface ServerInstance {
 
 export type PlainObject = Record<string, unknown>;
 
-export function isPlainObject(value: unknown): value is PlainObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+// The contract's one object test, under the name the config code has always read it by.
+export { isPlainObject };
 
 /** Dotted display form of a config path: `a.b[0].c`. */
 export function formatPath(path: ReadonlyArray<string | number>): string {

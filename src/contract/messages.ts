@@ -24,3 +24,14 @@ export function isAssistantMessage(item: unknown): boolean {
 export function normalizeInput(input: string | unknown[]): unknown[] {
   return typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
 }
+
+/** A completed assistant message holding `text`, in the output form of the contract. */
+export function assistantTextMessage(text: string, id: string) {
+  return {
+    type: 'message',
+    id,
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ResponseObject, CreateParams } from '../contract/index.js';
-import { ConfigError } from '../errors.js';
+import { instanceKeyParagraph, integerAtLeast, parseBlock, positiveSeconds } from '../config/fields.js';
 import { HttpError, parseBody, type App, type Listening } from '../http/server.js';
 import {
   createResourcesServer,
@@ -271,25 +271,18 @@ export function runEnvironment(environment: Environment | ((ctx: ServeContext) =
   );
 }
 
+const sessionKeys = z.object({
+  session_idle_timeout_secs: positiveSeconds(undefined),
+  max_sessions: integerAtLeast(1, undefined, { rule: 'an integer ≥ 1' }),
+});
+
 /** `session_idle_timeout_secs` / `max_sessions` from the instance's config block, checked (a bad value names its key). */
 function sessionOptionsFromConfig({ instance }: ServeContext): SessionOptions {
-  const options: SessionOptions = {};
   const where = `${instance.name}.${instance.serverType}.${instance.impl}`;
-  const idle = instance.config.session_idle_timeout_secs;
-  if (idle !== undefined && idle !== null) {
-    if (typeof idle !== 'number' || !Number.isFinite(idle) || idle <= 0) {
-      throw new ConfigError(
-        `${where}.session_idle_timeout_secs must be a number of seconds > 0, got ${JSON.stringify(idle)}.`,
-      );
-    }
-    options.idleTimeoutSecs = idle;
-  }
-  const max = instance.config.max_sessions;
-  if (max !== undefined && max !== null) {
-    if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) {
-      throw new ConfigError(`${where}.max_sessions must be an integer ≥ 1, got ${JSON.stringify(max)}.`);
-    }
-    options.maxSessions = max;
-  }
+  const keys = parseBlock(sessionKeys, instance.config, instanceKeyParagraph(where));
+  // Only the keys the block sets: an undefined one would hide the definition's own value when spread over it.
+  const options: SessionOptions = {};
+  if (keys.session_idle_timeout_secs !== undefined) options.idleTimeoutSecs = keys.session_idle_timeout_secs;
+  if (keys.max_sessions !== undefined) options.maxSessions = keys.max_sessions;
   return options;
 }

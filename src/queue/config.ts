@@ -3,6 +3,8 @@
  * `queue_stall_secs`, `queue_outage_secs` and `queue_worker_wait_secs` for the collector, `worker_concurrency` (--concurrency),
  * `worker_drain_secs`, `worker_id` and `agent_unreachable_wait_secs` for `gym worker`.
  */
+import { z } from 'zod';
+import { configValueParagraph, integerAtLeast, parseBlock, positiveSeconds, text } from '../config/fields.js';
 import type { GlobalConfig } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import {
@@ -20,17 +22,6 @@ export const DEFAULT_WORKER_WAIT_SECS = 60;
 /** A worker hands a job back sooner than a lone collector gives up: another worker may have a live agent. */
 export const DEFAULT_WORKER_AGENT_WAIT_SECS = 10;
 
-function seconds(config: GlobalConfig, key: string, fallback: number): number {
-  const value = config[key] ?? fallback;
-  if (typeof value !== 'number' || !(value > 0)) {
-    throw new ConfigError(
-      `Config value '${key}' must be a number of seconds > 0, got ${JSON.stringify(value)}.`,
-      'GYM_CONFIG_VALUE',
-    );
-  }
-  return value;
-}
-
 /** The queue address, or undefined when the run is not distributed. */
 export function queueAddressOf(config: GlobalConfig): QueueAddress | undefined {
   const raw = config.queue_url;
@@ -46,12 +37,19 @@ export interface CollectorQueueSettings {
   workerWaitMs: number;
 }
 
+const collectorKeys = z.object({
+  queue_stall_secs: positiveSeconds(DEFAULT_STALL_SECS, { allowInfinity: true }),
+  queue_outage_secs: positiveSeconds(DEFAULT_OUTAGE_SECS, { allowInfinity: true }),
+  queue_worker_wait_secs: positiveSeconds(DEFAULT_WORKER_WAIT_SECS, { allowInfinity: true }),
+});
+
 export function collectorQueueSettings(config: GlobalConfig, address: QueueAddress): CollectorQueueSettings {
+  const keys = parseBlock(collectorKeys, config, configValueParagraph, 'GYM_CONFIG_VALUE');
   return {
     address,
-    stallMs: seconds(config, 'queue_stall_secs', DEFAULT_STALL_SECS) * 1000,
-    outageMs: seconds(config, 'queue_outage_secs', DEFAULT_OUTAGE_SECS) * 1000,
-    workerWaitMs: seconds(config, 'queue_worker_wait_secs', DEFAULT_WORKER_WAIT_SECS) * 1000,
+    stallMs: keys.queue_stall_secs * 1000,
+    outageMs: keys.queue_outage_secs * 1000,
+    workerWaitMs: keys.queue_worker_wait_secs * 1000,
   };
 }
 
@@ -63,6 +61,14 @@ export interface WorkerSettings {
   id: string;
 }
 
+/** The worker's keys, in the order they are checked. */
+const workerKeys = z.object({
+  worker_concurrency: integerAtLeast(1, DEFAULT_WORKER_CONCURRENCY, { flag: '--concurrency' }),
+  worker_id: text(defaultWorkerId, { maxLength: 200 }),
+  worker_drain_secs: positiveSeconds(DEFAULT_DRAIN_SECS, { allowInfinity: true }),
+  agent_unreachable_wait_secs: positiveSeconds(DEFAULT_WORKER_AGENT_WAIT_SECS, { allowInfinity: true }),
+});
+
 export function workerSettings(config: GlobalConfig): WorkerSettings {
   const address = queueAddressOf(config);
   if (!address) {
@@ -71,25 +77,12 @@ export function workerSettings(config: GlobalConfig): WorkerSettings {
       'GYM_CONFIG_VALUE',
     );
   }
-  const concurrency = config.worker_concurrency ?? DEFAULT_WORKER_CONCURRENCY;
-  if (typeof concurrency !== 'number' || !Number.isInteger(concurrency) || concurrency < 1) {
-    throw new ConfigError(
-      `Config value 'worker_concurrency' (--concurrency) must be an integer >= 1, got ${JSON.stringify(concurrency)}.`,
-      'GYM_CONFIG_VALUE',
-    );
-  }
-  const id = config.worker_id ?? defaultWorkerId();
-  if (typeof id !== 'string' || id === '' || id.length > 200) {
-    throw new ConfigError(
-      `Config value 'worker_id' must be a non-empty string of at most 200 characters, got ${JSON.stringify(id)}.`,
-      'GYM_CONFIG_VALUE',
-    );
-  }
+  const keys = parseBlock(workerKeys, config, configValueParagraph, 'GYM_CONFIG_VALUE');
   return {
     address,
-    concurrency,
-    drainMs: seconds(config, 'worker_drain_secs', DEFAULT_DRAIN_SECS) * 1000,
-    agentWaitMs: seconds(config, 'agent_unreachable_wait_secs', DEFAULT_WORKER_AGENT_WAIT_SECS) * 1000,
-    id,
+    concurrency: keys.worker_concurrency,
+    drainMs: keys.worker_drain_secs * 1000,
+    agentWaitMs: keys.agent_unreachable_wait_secs * 1000,
+    id: keys.worker_id,
   };
 }

@@ -1,5 +1,3 @@
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { readServerEnv, type GlobalConfig, type ServerInstance } from '../config/index.js';
 import { GymError } from '../errors.js';
 import { guardProcess, type App, type Listening } from '../http/server.js';
@@ -83,17 +81,4 @@ export interface ColocationHost {
   serve(build: (ctx: ServeContext) => App | Promise<App>, options: ServeInstanceOptions): Promise<void>;
 }
 
-/** True when the module at `importMetaUrl` is the process's entry script (`node app.js`). */
-export function isMainModule(importMetaUrl: string): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  // Node reports a module's URL by its real path, but argv[1] as typed: a project reached through a symlink
-  // (macOS's /tmp, a linked checkout) must still count as the entry.
-  let real = entry;
-  try {
-    real = realpathSync(entry);
-  } catch {
-    // not a file on disk (e.g. `node -e`): compare as given
-  }
-  return pathToFileURL(real).href === importMetaUrl;
-}
+export { isMainModule } from '../main-module.js';

@@ -2,6 +2,7 @@
  * What a service's `decide` function returns, and the checks the kit applies to it before anything reaches the
  * wire. A decision is one of the two reasons the contract gives for returning: ask Gym to run tools, or finish.
  */
+import { isRecord } from '../contract/records.js';
 
 /** A tool the service asks Gym to execute (it becomes an unpaired `function_call`). */
 export interface ToolCall {
@@ -194,8 +195,4 @@ function describe(value: unknown): string {
     return `a string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'object') return 'an object';
   return `${typeof value} ${String(value)}`;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

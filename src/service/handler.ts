@@ -2,7 +2,8 @@ import type http from 'node:http';
 import { serializeSetCookie } from '../http/cookies.js';
 import { App, HttpError, type GymRequest, type GymReply } from '../http/server.js';
 import { functionTools, normalizeInput, type ConversationItem, type FunctionTool } from './conversation.js';
-import { checkDecision, DecisionError, isRecord, type Decision } from './decision.js';
+import { isRecord } from '../contract/records.js';
+import { checkDecision, DecisionError, type Decision } from './decision.js';
 import { buildResponse } from './response.js';
 import { RolloutStateStore, type RolloutStateOptions } from './rollout-state.js';
 

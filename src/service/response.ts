@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { assistantTextMessage } from '../contract/messages.js';
 import type { FunctionTool } from './conversation.js';
 import type { CheckedDecision } from './decision.js';
 
@@ -67,11 +68,5 @@ function functionCallItem(name: string, args: string, callId: string): Record<st
 }
 
 export function assistantMessage(text: string): Record<string, unknown> {
-  return {
-    type: 'message',
-    id: newId('msg'),
-    role: 'assistant',
-    status: 'completed',
-    content: [{ type: 'output_text', text, annotations: [] }],
-  };
+  return assistantTextMessage(text, newId('msg'));
 }

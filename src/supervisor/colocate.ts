@@ -11,7 +11,8 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_DICT_ENV, type LaunchSpec } from '../config/index.js';
-import { ConfigError } from '../errors.js';
+import { z } from 'zod';
+import { instanceKeyParagraph, onOff, parseBlock } from '../config/fields.js';
 import type { Plan } from './plan.js';
 
 export interface Unit {
@@ -120,18 +121,18 @@ export function runsOnNode(plan: Plan): boolean {
   return plan.python === undefined && plan.launch.command === process.execPath && plan.launch.args.length > 0;
 }
 
-/** `colocate` in a server's block: unset or true co-locates where it applies, false never. */
-function colocates(plan: Plan): boolean {
-  const { instance } = plan;
-  const value = instance.config.colocate;
-  if (value === undefined || value === null) return true;
-  if (typeof value === 'boolean') return value;
-  throw new ConfigError(
-    `${instance.name}.${instance.serverType}.${instance.impl}.colocate must be true or false, got ${JSON.stringify(value)}. ` +
+const colocateKey = z.object({
+  colocate: onOff(true, {
+    fix:
       'It says whether the remote agent and its TypeScript resources server may share one process (default true); ' +
       'set it to false on either server to run each in its own process.',
-    'GYM_CONFIG_COLOCATE',
-  );
+  }),
+});
+
+/** `colocate` in a server's block: unset or true co-locates where it applies, false never. */
+function colocates({ instance }: Plan): boolean {
+  const where = `${instance.name}.${instance.serverType}.${instance.impl}`;
+  return parseBlock(colocateKey, instance.config, instanceKeyParagraph(where), 'GYM_CONFIG_COLOCATE').colocate;
 }
 
 function scriptOf(launch: LaunchSpec): string {

@@ -19,6 +19,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { assistantTextMessage } from '../contract/messages.js';
 import { parseCookieHeader } from '../http/cookies.js';
 import type { ConversationItem } from '../service/conversation.js';
 
@@ -350,13 +351,7 @@ export function functionCallOutput(callId: string, output: string) {
 
 /** An assistant message in output form. */
 export function assistantMessage(text: string, id = `msg_${++callCounter}`) {
-  return {
-    type: 'message',
-    id,
-    role: 'assistant',
-    status: 'completed',
-    content: [{ type: 'output_text', text, annotations: [] }],
-  };
+  return assistantTextMessage(text, id);
 }
 
 export function reasoningItem(text: string, id = `rs_${++callCounter}`) {

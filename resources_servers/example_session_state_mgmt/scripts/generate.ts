@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { pathToFileURL } from 'node:url';
+import { isMainModule } from '../../../src/main-module.js';
 import { seededRandom } from '../../../src/seeded-random.js';
 import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
 import { COUNTER_TOOLS } from '../../../src/counter/tools.js';
@@ -71,7 +71,7 @@ export function parseArgs(argv: readonly string[]): Args {
   return { rows, out, seed };
 }
 
-if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === import.meta.url) {
+if (isMainModule(import.meta.url)) {
   try {
     const args = parseArgs(process.argv.slice(2));
     await writeCounterRows(args.out, args.rows, args.seed);

@@ -2,7 +2,7 @@ import { createReadStream, createWriteStream, renameSync, rmSync } from 'node:fs
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { finished } from 'node:stream/promises';
-import { pathToFileURL } from 'node:url';
+import { isMainModule } from '../../../src/main-module.js';
 import { MAX_ANSWER_CHARS } from '../equivalence.js';
 import { extractAnswer } from '../extract.js';
 import { CALCULATOR_TOOL } from '../tools.js';
@@ -184,7 +184,7 @@ export function parseArgs(argv: readonly string[]): Args {
   return args as Args;
 }
 
-if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === import.meta.url) {
+if (isMainModule(import.meta.url)) {
   let args: Args | undefined;
   try {
     args = parseArgs(process.argv.slice(2));

@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { pathToFileURL } from 'node:url';
+import { isMainModule } from '../../../src/main-module.js';
 import { seededRandom } from '../../../src/seeded-random.js';
 import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
 import { CALCULATOR_TOOL } from '../tools.js';
@@ -197,7 +197,7 @@ export function parseArgs(argv: readonly string[]): Args {
   return { rows, out, seed, calculator };
 }
 
-if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === import.meta.url) {
+if (isMainModule(import.meta.url)) {
   try {
     const args = parseArgs(process.argv.slice(2));
     await writeMathRows(args.out, args.rows, args.seed, { calculator: args.calculator });

@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMainModule } from '../../../src/server/serve.js';
+import { isMainModule } from '../../../src/main-module.js';
 import { createShellEnvironment, DEFAULT_TASKS_DIR } from '../app.js';
 
 export const EXAMPLE_JSONL = path.resolve(DEFAULT_TASKS_DIR, '..', 'example.jsonl');

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { addDays, weekdayOf, type Office } from '../office.js';
 import { WORKPLACE_TOOLS } from '../app.js';
 import type { ExpectedChange } from '../verify.js';
+import { isMainModule } from '../../../src/main-module.js';
 import { seededRandom } from '../../../src/seeded-random.js';
 import { readGeneratorFlags, seedFlag } from '../../../src/generator-args.js';
 import { OfficeBuilder } from './office-builder.js';
@@ -170,7 +170,7 @@ export function parseArgs(argv: readonly string[]): Args {
   return { rows, seed, out, difficulty, example };
 }
 
-if (process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === import.meta.url) {
+if (isMainModule(import.meta.url)) {
   try {
     const args = parseArgs(process.argv.slice(2));
     const rows = args.example ? exampleRows(args.seed) : generateRows(args.rows, args.seed, args.difficulty);

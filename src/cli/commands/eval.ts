@@ -1,6 +1,7 @@
 /**
  * `gym eval run`, `gym eval profile`, `gym eval aggregate`: configuration in, the collect/profile machinery out.
  */
+import { readSwitch } from '../../config/fields.js';
 import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
 import { ConfigError } from '../../errors.js';
 import { applyLogFormat } from '../../logging/log.js';
@@ -21,16 +22,6 @@ const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`
 
 export function collectIO(): CollectIO {
   return { out: stdoutLine, warn: stderrLine, progressStream: process.stderr, env: process.env };
-}
-
-function flag(config: GlobalConfig, key: string): boolean {
-  const value = config[key];
-  if (value === undefined || value === null) return false;
-  if (typeof value === 'boolean') return value;
-  throw new ConfigError(
-    `Config value '${key}' must be true or false, got ${JSON.stringify(value)}.`,
-    'GYM_CONFIG_VALUE',
-  );
 }
 
 export async function evalRun(cmd: ParsedCommand): Promise<number> {
@@ -159,10 +150,10 @@ export async function evalProfile(cmd: ParsedCommand): Promise<number> {
   const report = await profileRollouts({
     inputsPath: String(config.materialized_inputs_jsonl_fpath),
     rolloutsPath: String(config.rollouts_jsonl_fpath),
-    allowPartial: flag(config, 'allow_partial_rollouts'),
+    allowPartial: readSwitch(config, 'allow_partial_rollouts'),
     warn: stderrLine,
   });
-  if (flag(config, 'json')) stdoutLine(JSON.stringify(profileJson(report)));
+  if (readSwitch(config, 'json')) stdoutLine(JSON.stringify(profileJson(report)));
   else for (const line of describeProfile(report)) stdoutLine(line);
   return 0;
 }
@@ -190,7 +181,7 @@ export async function evalAggregate(cmd: ParsedCommand): Promise<number> {
   return aggregateShards({
     inputGlob: String(config.input_glob),
     outputPath,
-    mergeShards: config.merge_shards === undefined ? true : flag(config, 'merge_shards'),
+    mergeShards: config.merge_shards === undefined ? true : readSwitch(config, 'merge_shards'),
     remoteSource: (agent) => (remote && agents?.urlOf(agent) !== undefined ? remote : undefined),
     out: stdoutLine,
     warn: stderrLine,
