@@ -22,10 +22,9 @@ import {
   describeTasks,
   formatKey,
   keyedResult,
-  ROLLOUT_INDEX,
-  TASK_INDEX,
   type KeyedResult,
 } from '../metrics/metrics.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
 
@@ -78,11 +77,11 @@ function keyList(keys: Array<{ task: number; rollout: number }>): string {
 }
 
 function requireKey(file: string, lineNo: number, row: Row): { task: number; rollout: number } {
-  const task = row[TASK_INDEX];
-  const rollout = row[ROLLOUT_INDEX];
+  const task = row[NG.taskIndex];
+  const rollout = row[NG.rolloutIndex];
   if (!isRolloutKey(task, rollout)) {
     throw new ConfigError(
-      `${file}:${lineNo}: the row has no valid ${TASK_INDEX}/${ROLLOUT_INDEX} (got ${JSON.stringify(task)}, ${JSON.stringify(rollout)}); profile needs files written by gym eval run.`,
+      `${file}:${lineNo}: the row has no valid ${NG.taskIndex}/${NG.rolloutIndex} (got ${JSON.stringify(task)}, ${JSON.stringify(rollout)}); profile needs files written by gym eval run.`,
       'GYM_PROFILE_KEY',
     );
   }
@@ -124,8 +123,8 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
     let facts = tasks.get(task);
     if (!facts) {
       const sample = { ...row };
-      delete sample[TASK_INDEX];
-      delete sample[ROLLOUT_INDEX];
+      delete sample[NG.taskIndex];
+      delete sample[NG.rolloutIndex];
       tasks.set(
         task,
         (facts = {
@@ -183,10 +182,10 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
   const sidecar = failuresPathFor(rolloutsPath);
   if (existsSync(sidecar)) {
     const failures = await scanRowsFile(sidecar, (row) => {
-      const task = row[TASK_INDEX];
-      const rollout = row[ROLLOUT_INDEX];
+      const task = row[NG.taskIndex];
+      const rollout = row[NG.rolloutIndex];
       if (!isRolloutKey(task, rollout) || !builder.isExpected(task, rollout as number)) return;
-      builder.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+      builder.failure(task, rollout as number, agentNameOfRow(row), row[NG.failureTerminal] === true);
     });
     if (failures.torn)
       options.warn(
@@ -227,7 +226,7 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
     // A task appears here only with a completed rollout, so `attempted` is never 0.
     const attempted = facts.completed + facts.failedRetryable + facts.failedTerminal;
     return {
-      [TASK_INDEX]: group.task,
+      [NG.taskIndex]: group.task,
       ...group.stats,
       mean_reward_failures_as_zero: facts.rewardSum / attempted,
       sample: facts.sample,
