@@ -11,6 +11,7 @@ import { callInternal } from '../http/client.js';
 import { compareKeys, computeAggregateMetrics, type AggregateMetrics } from '../metrics/metrics.js';
 import type { AgentDirectory } from './agents.js';
 import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
 import { countsJson, type OutcomeLedger } from '../runfiles/outcomes.js';
 
 const HEAVY_FIELDS = [
@@ -86,8 +87,8 @@ export class AggregationInput {
 
   /** A row already stripped (`strippedRowOf`, `stripForAggregation`). */
   add(agent: string, row: Row): void {
-    const task = row._ng_task_index;
-    const rollout = row._ng_rollout_index;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     const entry = {
       task: typeof task === 'number' ? task : 0,
       rollout: typeof rollout === 'number' ? rollout : 0,

@@ -36,7 +36,8 @@ import {
 } from '../runfiles/jsonl.js';
 import { TaskCounters } from '../runfiles/key-tables.js';
 import { materializeRows, scanInput, type InputScan } from './materialize.js';
-import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { failureRow, type Row, type RowStamps } from '../runfiles/row.js';
 import { attemptOf } from '../runfiles/in-flight.js';
 import { agentNameOfRow, describeLedger, OutcomeLedger, rewardOf, type Outcome } from '../runfiles/outcomes.js';
 import { artifactPaths, checkOutputPath, type ArtifactPaths } from '../runfiles/paths.js';
@@ -50,16 +51,7 @@ import {
 } from './executor.js';
 import { AgentReachability, isUndelivered } from './reachability.js';
 import { describeResume, loadCache, planResume, resumeStatus, type CacheState } from './resume.js';
-import {
-  failureRow,
-  httpAgentExecutor,
-  identityOf,
-  INVALID_ROW,
-  isTerminal,
-  routeOf,
-  rowProblem,
-  stamp,
-} from './routing.js';
+import { httpAgentExecutor, identityOf, INVALID_ROW, isTerminal, routeOf, rowProblem, stamp } from './routing.js';
 import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import type { HopSpan } from '../tracing/types.js';
@@ -218,7 +210,7 @@ async function prepareResume(
 
 /** A job as the collector tracks it: what the result will be stamped with, and the outcome it replaces. */
 interface DispatchJob extends RolloutJob {
-  identity: Row;
+  identity: RowStamps;
   previous: Outcome;
   /** The attempt's root span (D25). */
   span?: HopSpan;
@@ -329,8 +321,8 @@ class DispatchPass {
     if (!parsed.ok)
       throw malformedLine(materializedInputs, line.lineNo, parsed.reason, 'start over with ++overwrite=true');
     const row = parsed.value as Row;
-    const task = row._ng_task_index as number;
-    const rollout = row._ng_rollout_index as number;
+    const task = row[NG.taskIndex] as number;
+    const rollout = row[NG.rolloutIndex] as number;
     const agent = agentNameOfRow(row);
     if (this.tasksSeen.next(task) === 0) ledger.addTask(agent);
     const status = prepared.cache
@@ -341,7 +333,7 @@ class DispatchPass {
     // Once an agent is given up nothing more is sent; the rest of the input is still counted (D1).
     if (!status.run || this.reachability.abandoned().size > 0) return;
 
-    const sent = status.attempts > 0 ? { ...row, _ng_attempt_index: status.attempts } : row;
+    const sent = status.attempts > 0 ? { ...row, [NG.attemptIndex]: status.attempts } : row;
     const body = status.attempts > 0 ? JSON.stringify(sent) : text;
     const job: DispatchJob = {
       task,

@@ -13,6 +13,7 @@ import type { CollectionConfig, NumRepeats } from './config.js';
 import { malformedLine, parseLine, readRawLines, type RawLine } from '../runfiles/jsonl.js';
 import { LineIndexTable, TaskCounters } from '../runfiles/key-tables.js';
 import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
 
 const SHOWN_LINES = 10;
 
@@ -90,10 +91,10 @@ export async function scanInput(
   for await (const line of limitedLines(path, config.limit)) {
     const row = parseRow(path, line);
     rows++;
-    const task = row._ng_task_index;
+    const task = row[NG.taskIndex];
     if (task !== undefined && !Number.isSafeInteger(task)) {
       throw new ConfigError(
-        `${path}:${line.lineNo}: _ng_task_index must be an integer, got ${JSON.stringify(task)}. Fix it, or remove it to let the collector number tasks.`,
+        `${path}:${line.lineNo}: ${NG.taskIndex} must be an integer, got ${JSON.stringify(task)}. Fix it, or remove it to let the collector number tasks.`,
         'GYM_CONFIG_TASK_INDEX',
       );
     }
@@ -214,13 +215,14 @@ export async function* materializeRows(
     if (hasOverrides && isPlainObject(row.responses_create_params)) {
       row.responses_create_params = { ...row.responses_create_params, ...overrides };
     }
-    const task = row._ng_task_index !== undefined ? (row._ng_task_index as number) : lineIndex.indexOf(line.bytes);
-    row._ng_task_index = task;
+    const given = row[NG.taskIndex];
+    const task = given !== undefined ? (given as number) : lineIndex.indexOf(line.bytes);
+    row[NG.taskIndex] = task;
     const agent = (row.agent_ref as { name: string }).name;
     const n = repeatsFor(config.numRepeats, agent) ?? 1;
     for (let i = 0; i < n; i++) {
       const rollout = counters.next(task);
-      const copy: Row = { ...row, _ng_rollout_index: rollout };
+      const copy: Row = { ...row, [NG.rolloutIndex]: rollout };
       if (config.numRepeatsAddSeed && isPlainObject(copy.responses_create_params)) {
         copy.responses_create_params = withSeed(copy.responses_create_params, rollout, `${path}:${line.lineNo}`);
       }

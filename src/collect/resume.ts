@@ -12,6 +12,7 @@ import { malformedLine, parseLine, readRawLines, scanRowsFile, type TornTail } f
 import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
 import { firstDifference, materializeRows } from './materialize.js';
 import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
 import { agentNameOfRow, rewardOf, type Outcome } from '../runfiles/outcomes.js';
 import type { ArtifactPaths } from '../runfiles/paths.js';
 
@@ -53,11 +54,11 @@ export async function loadCache(paths: ArtifactPaths): Promise<CacheState> {
   const keys = new RolloutKeyTable();
   const rewardByAgent = new Map<string, number>();
   const rollouts = await scanRowsFile(paths.rollouts, (row, line) => {
-    const task = row._ng_task_index;
-    const rollout = row._ng_rollout_index;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     if (!isRolloutKey(task, rollout)) {
       throw new ConfigError(
-        `${paths.rollouts}:${line.lineNo}: this rollout has no valid _ng_task_index/_ng_rollout_index, so it cannot be matched to an input row. Remove it, or start over with ++overwrite=true.`,
+        `${paths.rollouts}:${line.lineNo}: this rollout has no valid ${NG.taskIndex}/${NG.rolloutIndex}, so it cannot be matched to an input row. Remove it, or start over with ++overwrite=true.`,
         'GYM_RESUME_BAD_ROW',
       );
     }
@@ -69,13 +70,13 @@ export async function loadCache(paths: ArtifactPaths): Promise<CacheState> {
   });
   let attemptLines = 0;
   const countAttempt = (row: Row): void => {
-    const task = row._ng_task_index;
-    const rollout = row._ng_rollout_index;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     if (!isRolloutKey(task, rollout)) return;
     attemptLines++;
     const state = keys.get(task, rollout as number) ?? 0;
     const attempts = Math.min(attemptsOf(state) + 1, 0xffffff);
-    const terminal = row._ng_failure_terminal === true ? TERMINAL : 0;
+    const terminal = row[NG.failureTerminal] === true ? TERMINAL : 0;
     keys.set(task, rollout as number, ((attempts << ATTEMPT_SHIFT) | (state & 0xff) | terminal) >>> 0);
   };
   const failures = existsSync(paths.failures) ? await scanRowsFile(paths.failures, countAttempt) : { torn: undefined };
@@ -132,8 +133,8 @@ export async function planResume(
   try {
     for await (const derived of materializeRows(inputPath, config, inputRows)) {
       const next = await stored.next();
-      const task = derived.row._ng_task_index as number;
-      const rollout = derived.row._ng_rollout_index as number;
+      const task = derived.row[NG.taskIndex] as number;
+      const rollout = derived.row[NG.rolloutIndex] as number;
       const where = `task ${task} rollout ${rollout} (input line ${derived.lineNo}`;
       if (next.done) {
         throw identityError(

@@ -4,14 +4,14 @@
  * to `<stem>.jsonl`, rows with `_ng_failure_class` to the sidecar, `_ng_no_persist` rows nowhere.
  */
 import { plainCreateParams } from '../contract/fast-path.js';
-import { placeholderResponse } from '../contract/placeholder-response.js';
 import { isPlainObject } from '../config/types.js';
 import { HttpTransportError, neverDelivered, request, type HttpResponse } from '../http/client.js';
 import type { AgentDirectory } from './agents.js';
-import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { failureRow, type Row, type RowStamps } from '../runfiles/row.js';
 import type { RolloutExecutor } from './executor.js';
 import { undeliveredResult, type AgentReachability } from './reachability.js';
-import { STEP_LATENCY_HEADER, STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import { STEP_LATENCY_HEADER } from '../contract/gym-wire.js';
 
 const STEP_LATENCY_REQUEST = { [STEP_LATENCY_HEADER]: '1' };
 
@@ -21,27 +21,9 @@ export const COLLECTOR_ERROR = 'collector_error';
 export const INVALID_ROW = 'invalid_row';
 
 const EXCERPT_CHARS = 500;
-/** Routing flags a stale input row may carry; a result carries only the ones set for it. */
-const ROUTING_KEYS = [
-  '_ng_failure_class',
-  '_ng_failure_terminal',
-  '_ng_no_persist',
-  '_ng_failure_judge_error',
-  'error',
-];
 
-export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): Row {
-  const out: Row = { ...row };
-  for (const key of ROUTING_KEYS) delete out[key];
-  // A re-fed failure row's latencies are not this attempt's (and must not reach the run status).
-  delete out[STEP_LATENCY_KEY];
-  out.reward = 0;
-  out.response = placeholderResponse();
-  out.error = error;
-  out._ng_failure_class = failureClass;
-  if (terminal) out._ng_failure_terminal = true;
-  return out;
-}
+// The builder moved to the run files layer; src/queue/redis-queue.ts still imports it from here.
+export { failureRow } from '../runfiles/row.js';
 
 /**
  * Why a row cannot be sent at all (undefined when it can). The common shapes are settled by the contract's fast
@@ -57,34 +39,35 @@ export async function rowProblem(row: Row): Promise<string | undefined> {
   return check.ok ? undefined : `the row's responses_create_params is invalid: ${check.message}; fix the dataset row`;
 }
 
-const STAMPS = ['_ng_task_index', '_ng_rollout_index', 'agent_ref'] as const;
-const OPTIONAL_STAMPS = ['skills_ref', '_ng_attempt_index', '_ng_rollout_id'] as const;
+const STAMPS = [NG.taskIndex, NG.rolloutIndex, 'agent_ref'] as const;
+const OPTIONAL_STAMPS = ['skills_ref', NG.attemptIndex, NG.rolloutId] as const;
 
 /** The keys the collector copies from a row onto its result, as the reference does: the rollout key, agent_ref and run stamps. */
-export function identityOf(row: Row): Row {
+export function identityOf(row: Row): RowStamps {
   const identity: Row = {};
   for (const key of STAMPS) identity[key] = row[key];
   for (const key of OPTIONAL_STAMPS) if (Object.hasOwn(row, key)) identity[key] = row[key];
-  return identity;
+  // The row is a materialized input: materialize.ts numbered or checked both indices.
+  return identity as RowStamps;
 }
 
 /** Copy a row's identity onto the result, overwriting, after the agent's own keys. */
-export function stamp(result: Row, identity: Row): Row {
+export function stamp<Result extends Row>(result: Result, identity: RowStamps): Result & RowStamps {
   for (const key of [...STAMPS, ...OPTIONAL_STAMPS]) delete result[key];
-  Object.assign(result, identity);
-  return result;
+  return Object.assign(result, identity);
 }
 
 export type Route = 'rollouts' | 'failures' | 'nowhere';
 
 export function routeOf(result: Row): Route {
-  if (result._ng_no_persist) return 'nowhere';
-  if (result._ng_failure_class !== undefined && result._ng_failure_class !== null) return 'failures';
+  if (result[NG.noPersist]) return 'nowhere';
+  const failureClass = result[NG.failureClass];
+  if (failureClass !== undefined && failureClass !== null) return 'failures';
   return 'rollouts';
 }
 
 export function isTerminal(result: Row): boolean {
-  return result._ng_failure_terminal === true;
+  return result[NG.failureTerminal] === true;
 }
 
 function excerpt(text: string): string {

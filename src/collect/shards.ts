@@ -21,6 +21,7 @@ import { isRolloutKey } from '../runfiles/key-tables.js';
 import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf, type OutcomeLedger } from '../runfiles/outcomes.js';
 import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from '../runfiles/paths.js';
 import type { Row } from '../runfiles/row.js';
+import { NG } from '../runfiles/ng-keys.js';
 
 export interface AggregateShardsOptions {
   inputGlob: string;
@@ -84,8 +85,8 @@ async function readShard(shard: string, tally: ShardTally, warn: (line: string) 
 
 async function readShardInputs(materialized: string, ledger: LedgerBuilder): Promise<void> {
   await scanRowsFile(materialized, (row) => {
-    const task = row._ng_task_index;
-    const rollout = row._ng_rollout_index;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     if (isRolloutKey(task, rollout)) ledger.expected(task, rollout as number, agentNameOfRow(row));
   });
 }
@@ -94,11 +95,11 @@ async function readShardRows(shard: string, tally: ShardTally, warn: (line: stri
   const scan = await scanRowsFile(
     shard,
     (row, line) => {
-      const task = row._ng_task_index;
-      const rollout = row._ng_rollout_index;
+      const task = row[NG.taskIndex];
+      const rollout = row[NG.rolloutIndex];
       if (!isRolloutKey(task, rollout)) {
         throw new ConfigError(
-          `${shard}:${line.lineNo}: the row has no valid _ng_task_index/_ng_rollout_index; shards must be rollouts files written by gym eval run.`,
+          `${shard}:${line.lineNo}: the row has no valid ${NG.taskIndex}/${NG.rolloutIndex}; shards must be rollouts files written by gym eval run.`,
           'GYM_AGGREGATE_KEY',
         );
       }
@@ -121,11 +122,11 @@ async function readShardRows(shard: string, tally: ShardTally, warn: (line: stri
 /** `listed`: the shard's materialized inputs were read, so a failure outside them is left over from another run. */
 async function readShardFailures(sidecar: string, ledger: LedgerBuilder, listed: boolean): Promise<void> {
   await scanRowsFile(sidecar, (row: Row) => {
-    const task = row._ng_task_index;
-    const rollout = row._ng_rollout_index;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     if (!isRolloutKey(task, rollout)) return;
     if (listed && !ledger.isExpected(task, rollout as number)) return;
-    ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+    ledger.failure(task, rollout as number, agentNameOfRow(row), row[NG.failureTerminal] === true);
   });
 }
 
@@ -137,7 +138,7 @@ function sortWithoutOverlap(records: ShardRecord[]): void {
     const b = records[i]!;
     if (a.task === b.task && a.rollout === b.rollout) {
       throw new ConfigError(
-        `Rollout key (${b.task}, ${b.rollout}) appears twice: ${a.file}:${a.lineNo} and ${b.file}:${b.lineNo}. Shards must not overlap: give every task a globally unique _ng_task_index in the inputs before sharding, and do not list a shard twice.`,
+        `Rollout key (${b.task}, ${b.rollout}) appears twice: ${a.file}:${a.lineNo} and ${b.file}:${b.lineNo}. Shards must not overlap: give every task a globally unique ${NG.taskIndex} in the inputs before sharding, and do not list a shard twice.`,
         'GYM_AGGREGATE_DUPLICATE',
       );
     }

@@ -180,10 +180,7 @@ test('the board: reports move entries, stalls follow the reporter clock, the his
   });
   // Task 1 runs attempt 2; a report for its attempt 0, or from another agent, changes nothing.
   board.apply([report(0, 0, 2), report(1, 0, 0), { ...report(1, 2, 0), agent: 'b' }]);
-  const doc = board.snapshot('running') as {
-    in_flight: Array<Record<string, unknown>>;
-    totals: Record<string, unknown>;
-  };
+  const doc = board.snapshot('running');
   assert.deepEqual(
     doc.in_flight.map((e) => [e.task_index, e.attempt, e.stage, e.step, e.tool, e.since_progress_s, e.stalled]),
     [
@@ -215,7 +212,7 @@ test('the board: reports move entries, stalls follow the reporter clock, the his
     now += 1000;
     board.snapshot('running');
   }
-  const last = board.snapshot('running') as { totals: Record<string, unknown>; history: unknown[] };
+  const last = board.snapshot('running');
   assert.ok(last.history.length <= 240, `history holds ${last.history.length} points`);
   assert.deepEqual(last.totals.failed_by_class, { remote_agent_error: 1 });
   assert.equal(last.totals.failed_terminal, 1);

@@ -20,8 +20,9 @@ import type { AgentDirectory } from './agents.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import type { Route } from './routing.js';
 import type { Row } from '../runfiles/row.js';
-import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import { NG } from '../runfiles/ng-keys.js';
 import { LatencyByStep } from '../runfiles/step-latency.js';
+import type { HistoryPoint, RunState, RunStatusDocument } from '../runfiles/run-status.js';
 import { attemptOf, inFlightEntry, seconds, STAGES, type InFlightRollout, type Stage } from '../runfiles/in-flight.js';
 
 /** What a source knows about one in-flight rollout at the moment it answered. */
@@ -112,17 +113,6 @@ interface InFlight extends InFlightRollout {
   readonly agent: string;
 }
 
-/** One point of the history: cumulative counts at `t_s` seconds into the run. */
-export interface HistoryPoint {
-  t_s: number;
-  done: number;
-  completed: number;
-  failed_by_class: Record<string, number>;
-  in_flight: number;
-}
-
-export type RunState = 'running' | 'finished' | 'interrupted';
-
 export interface StatusBoardOptions {
   file: string;
   /** Rollouts this run will send. */
@@ -199,14 +189,14 @@ export class RunStatusBoard {
   settle(job: TrackedJob, result: Row, route: Route): void {
     this.inFlight.delete(keyOf(job.task, job.rollout, attemptOf(job.identity)));
     this.done++;
-    this.stepLatency.addResult(result[STEP_LATENCY_KEY]);
+    this.stepLatency.addResult(result[NG.stepLatencySecs]);
     if (route === 'rollouts') {
       this.completed++;
       this.rewardSum += rewardOf(result);
     } else if (route === 'failures') {
-      const failureClass = String(result._ng_failure_class);
+      const failureClass = String(result[NG.failureClass]);
       this.failedByClass[failureClass] = (this.failedByClass[failureClass] ?? 0) + 1;
-      if (result._ng_failure_terminal === true) this.failedTerminal++;
+      if (result[NG.failureTerminal] === true) this.failedTerminal++;
     }
   }
 
@@ -285,7 +275,7 @@ export class RunStatusBoard {
   }
 
   /** The status document as written to the file. */
-  snapshot(state: RunState): Record<string, unknown> {
+  snapshot(state: RunState): RunStatusDocument {
     const at = this.now();
     this.recordHistory(at, state !== 'running');
     const elapsedS = (at - this.startedAt) / 1000;

@@ -9,7 +9,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isPlainObject } from '../config/types.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import { failureClassOf, outcomeClassOf, type Row } from '../runfiles/row.js';
-import { newTraceSalt, traceIdOf, TRACE_ID_KEY } from '../runfiles/trace-context.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { newTraceSalt, traceIdOf } from '../runfiles/trace-context.js';
 import { flushTracing, rolloutTracer } from '../tracing/spans.js';
 import type { HopSpan, RolloutTracer } from '../tracing/types.js';
 import { jsonLogs, logEvent } from '../logging/log.js';
@@ -62,7 +63,7 @@ export class CollectorTraces {
 
   /** Ends the span with the result's outcome; a failure row gets the trace id. */
   settle(span: HopSpan, result: Row, route: string): void {
-    if (route === 'failures') result[TRACE_ID_KEY] = span.traceId;
+    if (route === 'failures') result[NG.traceId] = span.traceId;
     const begun = jsonLogs() ? this.begun.get(span) : undefined;
     if (begun) logRollout(span.traceId, begun, result, route);
     if (!this.tracer.exporting) return;
@@ -88,7 +89,7 @@ function logRollout(traceId: string, begun: Begun, result: Row, route: string): 
     attempt: begun.attempt,
     agent: begun.agent,
     outcome: outcomeClassOf(result, route),
-    terminal: route === 'failures' ? result._ng_failure_terminal === true : undefined,
+    terminal: route === 'failures' ? result[NG.failureTerminal] === true : undefined,
     reward: rewardOf(result),
     duration_ms: Math.round(performance.now() - begun.startedAt),
   });

@@ -5,7 +5,9 @@
  * just that rollout. Only the files are read; every field is optional (a NeMo Gym row has none of tsgym's extras).
  */
 import { isPlainObject } from '../config/types.js';
-import { traceIdOf, TRACE_ID_KEY } from '../runfiles/trace-context.js';
+import { attemptOf } from '../runfiles/in-flight.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { traceIdOf } from '../runfiles/trace-context.js';
 import type { Row } from '../runfiles/row.js';
 import type { FoundRow } from './rows.js';
 
@@ -26,7 +28,6 @@ function clip(text: string, options: AccountOptions, max = SHORT): string {
   return flat.length > max ? `${flat.slice(0, max)}… (${flat.length} chars; --full shows all)` : flat;
 }
 
-const attemptOf = (row: Row): number => (typeof row._ng_attempt_index === 'number' ? row._ng_attempt_index : 0);
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
 function isFailure(found: FoundRow): boolean {
@@ -43,20 +44,20 @@ export function orderAttempts(rows: readonly FoundRow[]): FoundRow[] {
 
 function outcomeOf(found: FoundRow): string {
   if (!found.failure) return 'succeeded';
-  return found.row._ng_failure_terminal === true ? 'failed (terminal: retrying cannot help)' : 'failed (retryable)';
+  return found.row[NG.failureTerminal] === true ? 'failed (terminal: retrying cannot help)' : 'failed (retryable)';
 }
 
 /** The trace id of a row's attempt: recorded on a failure row, else derived from the status file's salt (D25). */
 export function traceIdFor(row: Row, status: Row | undefined): string | undefined {
-  const recorded = str(row[TRACE_ID_KEY]);
+  const recorded = str(row[NG.traceId]);
   if (recorded) return recorded;
   const salt = str(status?.trace_salt);
-  return salt ? traceIdOf(salt, row._ng_task_index, row._ng_rollout_index, attemptOf(row)) : undefined;
+  return salt ? traceIdOf(salt, row[NG.taskIndex], row[NG.rolloutIndex], attemptOf(row)) : undefined;
 }
 
 /** The response a row's trajectory comes from: a success's `response`, a failure's partial `_ng_partial_response`. */
 function trajectoryOf(found: FoundRow): { items: unknown[]; usage: Row | undefined; partial: boolean } {
-  const response = found.failure ? found.row._ng_partial_response : found.row.response;
+  const response = found.failure ? found.row[NG.partialResponse] : found.row.response;
   if (!isPlainObject(response)) return { items: [], usage: undefined, partial: found.failure };
   return {
     items: Array.isArray(response.output) ? response.output : [],
@@ -134,7 +135,7 @@ function outputsById(items: readonly unknown[]): Map<string, string> {
 }
 
 function latencies(row: Row): number[] | undefined {
-  const value = row._ng_step_latency_secs;
+  const value = row[NG.stepLatencySecs];
   return Array.isArray(value) && value.every((n) => typeof n === 'number') ? (value as number[]) : undefined;
 }
 
@@ -185,7 +186,7 @@ export function failingHop(error: string, failureClass: string, steps: number): 
 function describeFailure(found: FoundRow, options: AccountOptions): string[] {
   const row = found.row;
   const error = typeof row.error === 'string' ? row.error : JSON.stringify(row.error ?? '(no error text)');
-  const failureClass = str(row._ng_failure_class) ?? 'unknown';
+  const failureClass = str(row[NG.failureClass]) ?? 'unknown';
   const steps = splitSteps(trajectoryOf(found).items).length;
   const lines = [`Failing hop: ${failingHop(error, failureClass, steps)}`];
   const status = /HTTP (\d{3})/.exec(error);
@@ -204,7 +205,7 @@ function describeAttempts(attempts: readonly FoundRow[], options: AccountOptions
     `Attempts (${attempts.length} rows):`,
     ...attempts.map((found) => {
       const error = typeof found.row.error === 'string' ? `: ${clip(found.row.error, options, 100)}` : '';
-      const cls = found.failure ? ` ${str(found.row._ng_failure_class) ?? ''}` : '';
+      const cls = found.failure ? ` ${str(found.row[NG.failureClass]) ?? ''}` : '';
       return `  attempt ${attemptOf(found.row)}: ${outcomeOf(found)}${cls}${error}  (${found.file}:${found.lineNo})`;
     }),
   ];
@@ -234,23 +235,26 @@ export function describeRollout(attempts: readonly FoundRow[], options: AccountO
   const ordered = orderAttempts(attempts);
   const final = ordered[ordered.length - 1]!;
   const row = final.row;
-  const task = row._ng_task_index as number;
-  const rollout = typeof row._ng_rollout_index === 'number' ? row._ng_rollout_index : undefined;
+  const task = row[NG.taskIndex] as number;
+  const rolloutIndex = row[NG.rolloutIndex];
+  const rollout = typeof rolloutIndex === 'number' ? rolloutIndex : undefined;
   const agent = agentOf(row);
-  const cls = final.failure ? `, class ${str(row._ng_failure_class) ?? 'unknown'}` : '';
+  const cls = final.failure ? `, class ${str(row[NG.failureClass]) ?? 'unknown'}` : '';
   const reward = typeof row.reward === 'number' ? `, reward ${row.reward}` : '';
   const lines = [
     `Task ${task}, rollout ${rollout ?? '?'}: ${outcomeOf(final)}${cls}${reward}`,
     `  row: ${final.file}:${final.lineNo} (attempt ${attemptOf(row)})`,
   ];
   if (agent) lines.push(`  agent: ${agent}`);
-  const worker = str(row._ng_worker);
+  const worker = str(row[NG.worker]);
   if (worker) lines.push(`  worker: ${worker}`);
   const trace = traceIdFor(row, options.status);
   if (trace) lines.push(`  trace id: ${trace}`);
+  const ran = row[NG.rolloutDurationSecs];
+  const waited = row[NG.queueWaitSecs];
   const timing = [
-    typeof row._ng_rollout_duration_secs === 'number' ? `ran ${row._ng_rollout_duration_secs}s` : '',
-    typeof row._ng_queue_wait_secs === 'number' ? `waited ${row._ng_queue_wait_secs}s for a slot` : '',
+    typeof ran === 'number' ? `ran ${ran}s` : '',
+    typeof waited === 'number' ? `waited ${waited}s for a slot` : '',
   ].filter((part) => part !== '');
   if (timing.length > 0) lines.push(`  timing: ${timing.join(', ')}`);
   lines.push(...describeAttempts(ordered, options));

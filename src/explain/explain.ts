@@ -6,6 +6,7 @@
 import { isPlainObject } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { RESULT_KEYS } from '../runfiles/result-keys.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { describeRollout, orderAttempts, rerunCommands } from './account.js';
 import { readRunFiles, type FoundRow, type RunFiles, type Selection } from './rows.js';
@@ -23,12 +24,13 @@ export interface ExplainIo {
 }
 
 /** What a failure row carries beyond its input: the result's keys and the collector's stamps. */
-const ADDED_TO_INPUT = [...RESULT_KEYS, '_ng_worker', '_ng_attempt_index'];
+const ADDED_TO_INPUT = [...RESULT_KEYS, NG.worker, NG.attemptIndex];
 
 function byRollout(rows: readonly FoundRow[]): Map<number | undefined, FoundRow[]> {
   const groups = new Map<number | undefined, FoundRow[]>();
   for (const found of rows) {
-    const rollout = typeof found.row._ng_rollout_index === 'number' ? found.row._ng_rollout_index : undefined;
+    const rolloutIndex = found.row[NG.rolloutIndex];
+    const rollout = typeof rolloutIndex === 'number' ? rolloutIndex : undefined;
     groups.set(rollout, [...(groups.get(rollout) ?? []), found]);
   }
   return new Map([...groups].sort(([a], [b]) => (a ?? -1) - (b ?? -1)));
@@ -59,7 +61,7 @@ function missing(files: RunFiles, request: ExplainRequest): ConfigError {
   const note = inFlightNote(files, request.selection);
   return new ConfigError(
     `No row of ${what} in ${files.rolloutsPath} or ${files.failuresPath}.${dispatched}${note ? ` ${note}` : ''} ` +
-      'Check the numbers against the rows’ _ng_task_index and _ng_rollout_index.',
+      `Check the numbers against the rows’ ${NG.taskIndex} and ${NG.rolloutIndex}.`,
     'GYM_CONFIG_EXPLAIN_MISSING',
   );
 }
@@ -67,7 +69,7 @@ function missing(files: RunFiles, request: ExplainRequest): ConfigError {
 function summaryLine(rollout: number | undefined, rows: FoundRow[]): string {
   const final = orderAttempts(rows).at(-1)!;
   const outcome = final.failure
-    ? `failed ${final.row._ng_failure_terminal === true ? 'terminal' : 'retryable'} (${String(final.row._ng_failure_class)})`
+    ? `failed ${final.row[NG.failureTerminal] === true ? 'terminal' : 'retryable'} (${String(final.row[NG.failureClass])})`
     : `ok, reward ${String(final.row.reward)}`;
   return `  rollout ${rollout ?? '?'}: ${outcome}${rows.length > 1 ? `, ${rows.length} rows` : ''}`;
 }
@@ -85,12 +87,11 @@ function inputRows(files: RunFiles, io: ExplainIo): Row[] {
       return row;
     }
     io.stderr.write(
-      `gym eval explain: ${files.inputsPath} is missing, so task ${String(final.row._ng_task_index)}'s input is ` +
+      `gym eval explain: ${files.inputsPath} is missing, so task ${String(final.row[NG.taskIndex])}'s input is ` +
         "rebuilt from its success row: dataset fields the environment's /verify left out (answer keys) are not in it.\n",
     );
     const row: Row = { responses_create_params: final.row.responses_create_params };
-    for (const key of ['agent_ref', '_ng_task_index', '_ng_rollout_index'])
-      if (key in final.row) row[key] = final.row[key];
+    for (const key of ['agent_ref', NG.taskIndex, NG.rolloutIndex]) if (key in final.row) row[key] = final.row[key];
     return row;
   });
 }

@@ -9,6 +9,7 @@ import { isPlainObject } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { malformedLine, parseLine, readRawLines } from '../runfiles/jsonl.js';
 import { failuresPathFor, materializedInputsPathFor, statusPathFor } from '../runfiles/paths.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 
 /** One row found, with where it came from (`file:line` in the account). */
@@ -42,7 +43,7 @@ export function parseSelection(text: string): Selection {
   const match = /^(\d+)(?::(\d+))?$/.exec(text.trim());
   if (!match) {
     throw new ConfigError(
-      `'${text}' is not a task: write TASK or TASK:ROLLOUT with the row's _ng_task_index and _ng_rollout_index, ` +
+      `'${text}' is not a task: write TASK or TASK:ROLLOUT with the row's ${NG.taskIndex} and ${NG.rolloutIndex}, ` +
         'e.g. gym eval explain results/rollouts.jsonl 812 or … 812:1.',
       'GYM_CONFIG_EXPLAIN_TASK',
     );
@@ -51,8 +52,8 @@ export function parseSelection(text: string): Selection {
 }
 
 function selects(row: Row, selection: Selection): boolean {
-  if (row._ng_task_index !== selection.task) return false;
-  return selection.rollout === undefined || row._ng_rollout_index === selection.rollout;
+  if (row[NG.taskIndex] !== selection.task) return false;
+  return selection.rollout === undefined || row[NG.rolloutIndex] === selection.rollout;
 }
 
 async function scan(file: string, selection: Selection, into: FoundRow[], sidecar: boolean): Promise<void> {
@@ -66,7 +67,8 @@ async function scan(file: string, selection: Selection, into: FoundRow[], sideca
     if (!isPlainObject(parsed.value)) throw malformedLine(file, line.lineNo, 'not a JSON object');
     const row = parsed.value;
     if (!selects(row, selection)) continue;
-    const failure = sidecar || (row._ng_failure_class !== undefined && row._ng_failure_class !== null);
+    const failureClass = row[NG.failureClass];
+    const failure = sidecar || (failureClass !== undefined && failureClass !== null);
     into.push({ row, file, lineNo: line.lineNo, failure });
   }
 }

@@ -6,11 +6,9 @@
  * `agent_metrics`; `key_metrics` are the `mean/*` entries. An environment may add its own metrics through a
  * `TaskMetricsHook`, which sees the results grouped by task, tasks ascending, rollouts in rollout order.
  */
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { columnsOf, describe, numericFields, usageFields, type NumericRecord } from './stats.js';
-
-export const TASK_INDEX = '_ng_task_index';
-export const ROLLOUT_INDEX = '_ng_rollout_index';
 
 /**
  * An environment's extra metrics. The returned entries are merged into `agent_metrics`; a returned
@@ -32,7 +30,7 @@ export interface KeyedResult {
   values: NumericRecord;
 }
 
-const INDEX_COLUMNS: ReadonlySet<string> = new Set([TASK_INDEX, ROLLOUT_INDEX]);
+const INDEX_COLUMNS: ReadonlySet<string> = new Set([NG.taskIndex, NG.rolloutIndex]);
 
 export function keyedResult(result: Row, task: number, rollout: number): KeyedResult {
   return { task, rollout, result, values: numericFields(result) };
@@ -54,8 +52,8 @@ export function formatKey(task: number, rollout: number): string {
 function rolloutInfo(entry: KeyedResult): Row {
   const info: Row = {
     rollout_id: `${entry.task}:${entry.rollout}`,
-    [TASK_INDEX]: entry.task,
-    [ROLLOUT_INDEX]: entry.rollout,
+    [NG.taskIndex]: entry.task,
+    [NG.rolloutIndex]: entry.rollout,
   };
   if (entry.values.reward !== undefined) info.reward = entry.values.reward;
   for (const [key, value] of Object.entries(usageFields(entry.result))) info[key] ??= value;
@@ -130,12 +128,12 @@ export function computeAggregateMetrics(
 ): AggregateMetrics {
   if (verifyResponses.length === 0) return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
   const sorted = sortUnique(
-    verifyResponses.map((vr) => keyedResult(vr, indexOf(vr[TASK_INDEX]), indexOf(vr[ROLLOUT_INDEX]))),
+    verifyResponses.map((vr) => keyedResult(vr, indexOf(vr[NG.taskIndex]), indexOf(vr[NG.rolloutIndex]))),
   );
   const groups = describeTasks(sorted);
 
   const groupLevel: Row[] = groups.map((group) => ({
-    [TASK_INDEX]: group.task,
+    [NG.taskIndex]: group.task,
     ...group.stats,
     sample: { agent_ref: { name: 'agent' } },
     num_rollouts: group.entries.length,
@@ -153,11 +151,11 @@ export function computeAggregateMetrics(
     if (Array.isArray(perTask)) {
       const byTask = new Map<unknown, Row>();
       for (const item of perTask)
-        if (item && typeof item === 'object') byTask.set((item as Row)[TASK_INDEX], item as Row);
+        if (item && typeof item === 'object') byTask.set((item as Row)[NG.taskIndex], item as Row);
       for (const group of groupLevel) {
-        const extra = byTask.get(group[TASK_INDEX]);
+        const extra = byTask.get(group[NG.taskIndex]);
         if (!extra) continue;
-        for (const [key, value] of Object.entries(extra)) if (key !== TASK_INDEX) group[key] = value;
+        for (const [key, value] of Object.entries(extra)) if (key !== NG.taskIndex) group[key] = value;
       }
     }
     Object.assign(agentMetrics, custom);

@@ -22,10 +22,9 @@ import {
   describeTasks,
   formatKey,
   keyedResult,
-  ROLLOUT_INDEX,
-  TASK_INDEX,
   type KeyedResult,
 } from '../metrics/metrics.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
 
@@ -80,11 +79,11 @@ function keyList(keys: RolloutKey[]): string {
 }
 
 function requireKey(file: string, lineNo: number, row: Row): RolloutKey {
-  const task = row[TASK_INDEX];
-  const rollout = row[ROLLOUT_INDEX];
+  const task = row[NG.taskIndex];
+  const rollout = row[NG.rolloutIndex];
   if (!isRolloutKey(task, rollout)) {
     throw new ConfigError(
-      `${file}:${lineNo}: the row has no valid ${TASK_INDEX}/${ROLLOUT_INDEX} (got ${JSON.stringify(task)}, ${JSON.stringify(rollout)}); profile needs files written by gym eval run.`,
+      `${file}:${lineNo}: the row has no valid ${NG.taskIndex}/${NG.rolloutIndex} (got ${JSON.stringify(task)}, ${JSON.stringify(rollout)}); profile needs files written by gym eval run.`,
       'GYM_PROFILE_KEY',
     );
   }
@@ -138,8 +137,8 @@ class ExpectedRollouts {
     let facts = this.tasks.get(task);
     if (!facts) {
       const sample = { ...row };
-      delete sample[TASK_INDEX];
-      delete sample[ROLLOUT_INDEX];
+      delete sample[NG.taskIndex];
+      delete sample[NG.rolloutIndex];
       facts = { sample, expected: 0, failedRetryable: 0, failedTerminal: 0, missing: 0, rewardSum: 0, completed: 0 };
       this.tasks.set(task, facts);
     }
@@ -200,10 +199,10 @@ async function readRollouts(
 async function readFailures(sidecar: string, ledger: LedgerBuilder, warn: (line: string) => void): Promise<void> {
   if (!existsSync(sidecar)) return;
   const failures = await scanRowsFile(sidecar, (row) => {
-    const task = row[TASK_INDEX];
-    const rollout = row[ROLLOUT_INDEX];
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
     if (!isRolloutKey(task, rollout) || !ledger.isExpected(task, rollout as number)) return;
-    ledger.failure(task, rollout as number, agentNameOfRow(row), row._ng_failure_terminal === true);
+    ledger.failure(task, rollout as number, agentNameOfRow(row), row[NG.failureTerminal] === true);
   });
   if (failures.torn)
     warn(`Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}, left by an interrupted run).`);
@@ -250,7 +249,7 @@ function taskGroups(results: ProfiledResult[], tasks: Map<number, TaskFacts>): R
     // A task appears here only with a completed rollout, so `attempted` is never 0.
     const attempted = facts.completed + facts.failedRetryable + facts.failedTerminal;
     return {
-      [TASK_INDEX]: group.task,
+      [NG.taskIndex]: group.task,
       ...group.stats,
       mean_reward_failures_as_zero: facts.rewardSum / attempted,
       sample: facts.sample,

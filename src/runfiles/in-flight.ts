@@ -4,6 +4,7 @@
  * stages a rollout goes through, the attempt a row is, and the entry both write per rollout live here, below the
  * collector and the agents, because the remote agent may not import the collector.
  */
+import { NG } from './ng-keys.js';
 import type { Row } from './row.js';
 
 /**
@@ -23,7 +24,8 @@ export type Stage = (typeof STAGES)[number];
 
 /** The attempt a row is: its `_ng_attempt_index`, 0 on a first attempt. */
 export function attemptOf(row: Row): number {
-  return typeof row._ng_attempt_index === 'number' ? row._ng_attempt_index : 0;
+  const attempt = row[NG.attemptIndex];
+  return typeof attempt === 'number' ? attempt : 0;
 }
 
 /** A rollout as its tracker holds it. Times are milliseconds on the tracker's own clock. */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { COLLECTOR_ERROR, failureRow } from '../collect/routing.js';
+import { COLLECTOR_ERROR } from '../collect/routing.js';
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import { failureRow } from './row.js';
 import { LatencyByStep, MAX_STEPS } from './step-latency.js';
 
 test('latency percentiles come from fixed-size histograms within 5% of the true value', () => {

@@ -1,5 +1,6 @@
 /** The detail page of one rollout: its task input, every trajectory item in order, usage, reward, error, raw row. */
 import { isPlainObject } from '../config/types.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { href, html, page, type SafeHtml } from './html.js';
 import { detailHref, formatReward } from './render-index.js';
@@ -156,7 +157,7 @@ function errorHtml(row: Row, entry: RowEntry): SafeHtml {
   if (entry.status === 'ok') return html``;
   const error = typeof row.error === 'string' ? row.error : JSON.stringify(row.error ?? null, null, 2);
   return html`<h2>Error</h2><div class="error">${block(error)}
-<p class="muted">failure class <code>${String(row._ng_failure_class ?? '—')}</code> · ${
+<p class="muted">failure class <code>${String(row[NG.failureClass] ?? '—')}</code> · ${
     entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'
   }</p></div>`;
 }
@@ -183,9 +184,8 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
     ['steps', describeSteps(items) || 'none'],
     ['row', html`<code>${file}:${entry.line}</code>`],
   ];
-  const latencies = Array.isArray(row._ng_step_latency_secs)
-    ? row._ng_step_latency_secs.filter((v): v is number => typeof v === 'number')
-    : [];
+  const recorded = row[NG.stepLatencySecs];
+  const latencies = Array.isArray(recorded) ? recorded.filter((v): v is number => typeof v === 'number') : [];
   if (latencies.length > 0)
     facts.push([
       'service latency per step',

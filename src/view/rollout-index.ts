@@ -11,6 +11,7 @@ import { isPlainObject } from '../config/types.js';
 import { isBlank, parseLine, readRawLines } from '../runfiles/jsonl.js';
 import { rewardOf } from '../runfiles/outcomes.js';
 import { failuresPathFor } from '../runfiles/paths.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { skimRow, type Skimmed } from './skim.js';
 
@@ -277,8 +278,9 @@ export class RolloutIndex {
   private add(row: Skimmed | Row, source: Source, line: number, start: number, length: number): void {
     const id = this.size++;
     const c = this.cols;
-    const failed = source === 'failures' || (row._ng_failure_class !== undefined && row._ng_failure_class !== null);
-    const status: Status = !failed ? 'ok' : row._ng_failure_terminal === true ? 'failed-terminal' : 'failed';
+    const failureClass = row[NG.failureClass];
+    const failed = source === 'failures' || (failureClass !== undefined && failureClass !== null);
+    const status: Status = !failed ? 'ok' : row[NG.failureTerminal] === true ? 'failed-terminal' : 'failed';
     c.source.set(id, source === 'main' ? 0 : 1);
     c.line.set(id, line);
     c.start.set(id, start);
@@ -289,19 +291,17 @@ export class RolloutIndex {
       if (value !== undefined) odd[key] = value;
       return Number.NaN;
     };
-    c.task.set(id, numberOr(row._ng_task_index, 'task'));
-    c.rollout.set(id, numberOr(row._ng_rollout_index, 'rollout'));
+    c.task.set(id, numberOr(row[NG.taskIndex], 'task'));
+    c.rollout.set(id, numberOr(row[NG.rolloutIndex], 'rollout'));
     c.reward.set(id, numberOr(row.reward, 'reward'));
     if (Object.keys(odd).length > 0) this.oddValues.set(id, odd);
-    c.attempt.set(
-      id,
-      typeof row._ng_attempt_index === 'number' && row._ng_attempt_index >= 0 ? row._ng_attempt_index : 0,
-    );
+    const attempt = row[NG.attemptIndex];
+    c.attempt.set(id, typeof attempt === 'number' && attempt >= 0 ? attempt : 0);
     const ref = row.agent_ref;
     c.agent.set(id, this.nameId(isPlainObject(ref) && typeof ref.name === 'string' ? ref.name : '(no agent_ref)'));
     c.status.set(id, STATUS_CODE[status]);
-    c.failureClass.set(id, failed ? this.nameId(String(row._ng_failure_class ?? 'unknown')) + 1 : 0);
-    const response = failed ? row._ng_partial_response : row.response;
+    c.failureClass.set(id, failed ? this.nameId(String(failureClass ?? 'unknown')) + 1 : 0);
+    const response = failed ? row[NG.partialResponse] : row.response;
     const usage = isPlainObject(response) ? response.usage : undefined;
     const tokens = isPlainObject(usage) && typeof usage.total_tokens === 'number' ? usage.total_tokens : Number.NaN;
     c.tokens.set(id, tokens);

@@ -5,23 +5,24 @@
  * whole row was most of the time). It checks structure, not every byte: a line it cannot follow returns undefined
  * and the caller falls back to JSON.parse, which also produces the error text.
  */
+import { NG } from '../runfiles/ng-keys.js';
 
 /** Keys whose values are parsed (small values: numbers, flags, `agent_ref`). */
 const VALUE_KEYS = new Set([
-  '_ng_task_index',
-  '_ng_rollout_index',
-  '_ng_attempt_index',
+  NG.taskIndex,
+  NG.rolloutIndex,
+  NG.attemptIndex,
   'agent_ref',
   'reward',
-  '_ng_failure_class',
-  '_ng_failure_terminal',
+  NG.failureClass,
+  NG.failureTerminal,
 ]);
 /** Keys whose objects are entered for their `usage` only. */
-const RESPONSE_KEYS = new Set(['response', '_ng_partial_response']);
+const RESPONSE_KEYS = new Set(['response', NG.partialResponse]);
 
 export type Skimmed = Record<string, unknown> & {
   response?: { usage?: unknown };
-  _ng_partial_response?: { usage?: unknown };
+  [NG.partialResponse]?: { usage?: unknown };
 };
 
 const QUOTE = 0x22;

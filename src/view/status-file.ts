@@ -6,40 +6,25 @@
 import { open } from 'node:fs/promises';
 import { isPlainObject } from '../config/types.js';
 import { statusPathFor } from '../runfiles/paths.js';
-import { MAX_STEPS, type StepPercentiles } from '../runfiles/step-latency.js';
+import type { BoardEntry, RunStatusDocument } from '../runfiles/run-status.js';
+import { MAX_STEPS } from '../runfiles/step-latency.js';
 
 const MAX_STATUS_BYTES = 16 * 1024 * 1024;
 const MAX_IN_FLIGHT_SHOWN = 2000;
 
-export interface InFlightEntry {
-  task_index: unknown;
-  rollout_index: unknown;
-  attempt: number;
-  agent: string;
-  stage: string;
-  step: number;
-  tool: string | null;
-  elapsed_s: number;
-  since_progress_s: number;
-  stalled: boolean;
-}
+/** A board entry as shown: a file without an entry's stage or agent still lists it (`unknown`, empty). */
+type ShownEntry = Omit<BoardEntry, 'stage' | 'agent'> & { stage: string; agent: string };
 
-export interface HistoryPoint {
-  t_s: number;
-  done: number;
-  failed_by_class: Record<string, number>;
-}
-
-export interface RunStatus {
+/**
+ * What the live page and the charts take from the document (../runfiles/run-status.ts), each field checked: the
+ * history and the latencies as written; the state and totals as found, since a reader shows what is there.
+ */
+export interface RunStatus extends Pick<RunStatusDocument, 'updated_at' | 'history' | 'step_latency_secs'> {
   state: string;
-  updated_at: string;
   totals: Record<string, number | null | Record<string, number>>;
-  in_flight: InFlightEntry[];
+  in_flight: ShownEntry[];
   /** In-flight entries beyond those kept here. */
   in_flight_hidden: number;
-  history: HistoryPoint[];
-  /** Per-step service latency over the run (empty when no result carried any). */
-  step_latency_secs: StepPercentiles[];
 }
 
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
@@ -100,7 +85,9 @@ export async function readRunStatus(rolloutsPath: string): Promise<RunStatus | u
     history: (Array.isArray(doc.history) ? doc.history.filter(isPlainObject).slice(0, 10_000) : []).map((point) => ({
       t_s: num(point.t_s),
       done: num(point.done),
+      completed: num(point.completed),
       failed_by_class: counts(point.failed_by_class),
+      in_flight: num(point.in_flight),
     })),
     step_latency_secs: (Array.isArray(doc.step_latency_secs)
       ? doc.step_latency_secs.filter(isPlainObject).slice(0, MAX_STEPS)

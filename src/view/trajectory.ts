@@ -4,6 +4,7 @@
  * 1 message"). Apart from the index (./rollout-index.ts) because they read whole rows, which the index never keeps.
  */
 import { isPlainObject } from '../config/types.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 
 /**
@@ -11,8 +12,9 @@ import type { Row } from '../runfiles/row.js';
  * trajectory `_ng_partial_response` (absent when no step returned), since its `response` is only a placeholder.
  */
 export function responseOf(row: Row): Row | undefined {
-  const isFailure = row._ng_failure_class !== undefined && row._ng_failure_class !== null;
-  const response = isFailure ? row._ng_partial_response : row.response;
+  const failureClass = row[NG.failureClass];
+  const isFailure = failureClass !== undefined && failureClass !== null;
+  const response = isFailure ? row[NG.partialResponse] : row.response;
   return isPlainObject(response) ? response : undefined;
 }
 
