@@ -6,15 +6,16 @@ import { CookieJar } from '../../src/http/cookies.js';
 import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
 import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
-import { withRunBudget } from './budget.js';
-import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment, EnvironmentJar, VerifiedRow } from './resources-client.js';
-import { AgentLog, type LogSink } from './log.js';
-import { runAgentLoop, Trajectory } from './loop.js';
-import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
-import { ServiceClient } from './service-client.js';
-import { encodeResponse } from './step-body.js';
-import { RolloutRegistry } from './status.js';
+import { withRunBudget } from '../../src/rollout/budget.js';
+import { parseRemoteAgentConfig } from './config.js';
+import type { RemoteAgentConfig } from '../../src/rollout/settings.js';
+import { Environment, EnvironmentJar, VerifiedRow } from '../../src/rollout/resources-client.js';
+import { AgentLog, type LogSink } from '../../src/rollout/log.js';
+import { runAgentLoop, Trajectory } from '../../src/rollout/loop.js';
+import { rejectRunBody, runRollout, type RolloutContext } from '../../src/rollout/rollout.js';
+import { ServiceClient } from '../../src/rollout/service-client.js';
+import { encodeResponse } from '../../src/rollout/step-body.js';
+import { RolloutRegistry } from '../../src/rollout/status.js';
 
 /**
  * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)

@@ -1,45 +1,13 @@
 import { ConfigError } from '../../src/errors.js';
-import { authWarnings, parseServiceAuth, type ServiceAuth } from '../../src/http/service-auth.js';
+import { authWarnings, parseServiceAuth } from '../../src/http/service-auth.js';
 import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
+import { DEFAULTS, pyFloat, type RemoteAgentConfig, type ResourcesServerRef } from '../../src/rollout/settings.js';
 
 /**
  * The remote agent's own config block (`<instance>.responses_api_agents.remote_agent`), validated up front so a
  * bad value stops start-up with one paragraph naming the key, the value and the rule (decision D18), instead of
  * surfacing as a hung or failing rollout later (reference quirks listed in U26).
  */
-
-export interface ResourcesServerRef {
-  type: 'resources_servers';
-  name: string;
-}
-
-export interface RemoteAgentConfig {
-  /** Normalised: no surrounding whitespace, no trailing slash; any path prefix kept. */
-  agentBaseUrl: string;
-  resourcesServer: ResourcesServerRef;
-  concurrency: number;
-  remoteResponsesTimeoutSecs: number;
-  runTimeoutSecs: number;
-  /** `null` = no step bound. */
-  maxSteps: number | null;
-  maxResponseBytes: number;
-  /** Credential headers and CA for the service hop (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
-  auth: ServiceAuth;
-  /**
-   * `fill_echo_fields`: accept a response that lacks only the fields echoing the request or usage detail objects,
-   * completed from the request (D24). Off by default: strict validation.
-   */
-  fillEchoFields: boolean;
-  /** Start-up warnings (legal but probably unintended settings), for the server to print once. */
-  warnings: string[];
-}
-
-export const DEFAULTS = {
-  concurrency: 32,
-  remoteResponsesTimeoutSecs: 1800,
-  runTimeoutSecs: 2100,
-  maxResponseBytes: 64 * 1024 * 1024,
-} as const;
 
 /** `env` is the agent server's environment, where `agent_api_key_env` names a variable. */
 export function parseRemoteAgentConfig(
@@ -126,10 +94,4 @@ function flag(raw: unknown, where: string): boolean {
 
 function isUnset(value: unknown): boolean {
   return value === undefined || value === null || value === '???';
-}
-
-/** Seconds as Python prints a float (`1800` → `1800.0`, `0.25` → `0.25`), so error texts match the reference. */
-export function pyFloat(value: number): string {
-  if (Number.isInteger(value) && Math.abs(value) < 1e16) return `${value}.0`;
-  return String(value);
 }

@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
-import { MAX_ENVELOPED_JSON_DEPTH } from '../../src/bounded-json/index.js';
-import { finiteNumberMember } from '../../src/bounded-json/member.js';
-import { RetryableRolloutError } from '../../src/errors.js';
-import { HttpTransportError, type HttpResponse } from '../../src/http/client.js';
-import { transportFor, type Transport } from '../../src/http/in-process.js';
-import { CookieJar } from '../../src/http/cookies.js';
-import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
+import { MAX_ENVELOPED_JSON_DEPTH } from '../bounded-json/index.js';
+import { finiteNumberMember } from '../bounded-json/member.js';
+import { RetryableRolloutError } from '../errors.js';
+import { HttpTransportError, type HttpResponse } from '../http/client.js';
+import { transportFor, type Transport } from '../http/in-process.js';
+import { CookieJar } from '../http/cookies.js';
+import { SERVER_BOOT_HEADER } from '../contract/gym-wire.js';
 import type { RunBudget } from './budget.js';
 
 /**

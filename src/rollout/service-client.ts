@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
-import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
-import { validateResponseFillingEchoes, type EchoSource } from '../../src/contract/echo-fill.js';
-import { validateResponse, type ResponseObject } from '../../src/contract/index.js';
-import { isGymError, RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
+import { JsonTooDeep, parseBoundedJson } from '../bounded-json/index.js';
+import { validateResponseFillingEchoes, type EchoSource } from '../contract/echo-fill.js';
+import { validateResponse, type ResponseObject } from '../contract/index.js';
+import { isGymError, RetryableRolloutError, TerminalRolloutError } from '../errors.js';
 import type { Dispatcher } from 'undici';
 import {
   createDispatcher,
@@ -12,11 +12,11 @@ import {
   request,
   withRetries,
   type HttpResponse,
-} from '../../src/http/client.js';
-import type { CookieJar } from '../../src/http/cookies.js';
+} from '../http/client.js';
+import type { CookieJar } from '../http/cookies.js';
 import type { RunBudget } from './budget.js';
-import { pyFloat } from './config.js';
-import { redactSecrets, type ServiceAuth } from '../../src/http/service-auth.js';
+import { pyFloat } from './settings.js';
+import { redactSecrets, type ServiceAuth } from '../http/service-auth.js';
 import type { RolloutProgress } from './status.js';
 
 /**

@@ -1,27 +1,21 @@
 import { performance } from 'node:perf_hooks';
-import { USAGE_FILLED_KEY } from '../../src/contract/echo-fill.js';
-import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
-import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
-import {
-  describeError,
-  isGymError,
-  RetryableRolloutError,
-  TerminalRolloutError,
-  type GymError,
-} from '../../src/errors.js';
-import { CookieJar } from '../../src/http/cookies.js';
-import { RESULT_KEYS } from '../../src/runfiles/result-keys.js';
-import type { Row } from '../../src/runfiles/row.js';
-import type { FifoSemaphore } from '../../src/server/agent-server.js';
+import { USAGE_FILLED_KEY } from '../contract/echo-fill.js';
+import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
+import { placeholderResponse, validateCreateParams, type CreateParams } from '../contract/index.js';
+import { describeError, isGymError, RetryableRolloutError, TerminalRolloutError, type GymError } from '../errors.js';
+import { CookieJar } from '../http/cookies.js';
+import { RESULT_KEYS } from '../runfiles/result-keys.js';
+import type { Row } from '../runfiles/row.js';
+import type { FifoSemaphore } from '../server/agent-server.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
-import type { RemoteAgentConfig } from './config.js';
+import type { RemoteAgentConfig } from './settings.js';
 import { EnvironmentJar, VerifiedRow, type Environment } from './resources-client.js';
 import type { AgentLog } from './log.js';
 import { runAgentLoop, Trajectory } from './loop.js';
 import type { ServiceClient } from './service-client.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
-import { rolloutTracer } from '../../src/tracing/spans.js';
-import { TRACE_ID_KEY } from '../../src/runfiles/trace-context.js';
+import { rolloutTracer } from '../tracing/spans.js';
+import { TRACE_ID_KEY } from '../runfiles/trace-context.js';
 import { RolloutTrace, type TraceHeaders } from './trace.js';
 
 /**

@@ -6,11 +6,11 @@ import {
   type CreateParams,
   type ResponseObject,
   type Usage,
-} from '../../src/contract/index.js';
-import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
-import { RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
-import type { CookieJar } from '../../src/http/cookies.js';
-import { RESERVED_ROUTES } from '../../src/server/resources-server.js';
+} from '../contract/index.js';
+import { JsonTooDeep, parseBoundedJson } from '../bounded-json/index.js';
+import { RetryableRolloutError, TerminalRolloutError } from '../errors.js';
+import type { CookieJar } from '../http/cookies.js';
+import { RESERVED_ROUTES } from '../server/resources-server.js';
 import type { RunBudget } from './budget.js';
 import type { Environment, EnvironmentJar } from './resources-client.js';
 import type { ServiceClient } from './service-client.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { App } from '../../src/http/server.js';
-import { tool } from '../../src/server/resources-server.js';
+import { App } from '../http/server.js';
+import { tool } from '../server/resources-server.js';
 import {
   assistantMessage,
   finalAnswer,
@@ -13,7 +13,7 @@ import {
   responseObject,
   toolAsk,
   toolOutputsIn,
-} from '../../src/testing/index.js';
+} from '../testing/index.js';
 import { checkArguments, planStep, toolNameRefusal } from './loop.js';
 import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
 
