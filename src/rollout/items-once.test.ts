@@ -20,7 +20,7 @@ import {
   startHarness,
   type ResultResponse,
 } from '../../test/support/remote-agent.js';
-import { Trajectory } from './loop.js';
+import { Trajectory } from './trajectory.js';
 import { encodeResponse } from './step-body.js';
 
 v8.setFlagsFromString('--expose-gc');

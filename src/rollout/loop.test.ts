@@ -14,7 +14,8 @@ import {
   toolAsk,
   toolOutputsIn,
 } from '../testing/index.js';
-import { checkArguments, planStep, toolNameRefusal } from './loop.js';
+import { checkArguments, toolNameRefusal } from './resources-client.js';
+import { planStep } from './rollout.js';
 import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
 
 const inc = (count: number, id?: string) => functionCall('increment_counter', { count }, id);

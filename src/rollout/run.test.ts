@@ -4,7 +4,7 @@ import { App, HttpError } from '../http/server.js';
 import type { Row } from '../runfiles/row.js';
 import type { VerifyRequest } from '../server/resources-server.js';
 import { assistantMessage, finalAnswer, functionCall, reply, responseObject, toolAsk } from '../testing/index.js';
-import { Environment } from './resources-client.js';
+import { ResourcesClient } from './resources-client.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
 import {
   basicRow,
@@ -141,7 +141,7 @@ describe('I. Gym-side failures', () => {
 
   test('case 52: an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
     const env = await startRecordingEnv();
-    class BuggyEnvironment extends Environment {
+    class BuggyResourcesClient extends ResourcesClient {
       override async verify(): Promise<never> {
         throw new TypeError('internal bug');
       }
@@ -149,7 +149,7 @@ describe('I. Gym-side failures', () => {
     const h = await startHarness({
       service: [finalAnswer('ok')],
       env,
-      agent: { environment: new BuggyEnvironment(env.name, env.url) },
+      agent: { resourcesClient: new BuggyResourcesClient(env.name, env.url) },
     });
     try {
       const res = await h.post<RunResult>('/run', basicRow());

@@ -11,8 +11,8 @@ export interface ResourcesServerRef {
 }
 
 export interface RemoteAgentConfig {
-  /** Normalised: no surrounding whitespace, no trailing slash; any path prefix kept. */
-  agentBaseUrl: string;
+  /** `agent_base_url`, normalised: no surrounding whitespace, no trailing slash; any path prefix kept. */
+  serviceBaseUrl: string;
   resourcesServer: ResourcesServerRef;
   concurrency: number;
   remoteResponsesTimeoutSecs: number;
