@@ -20,7 +20,8 @@ import { Trajectory } from '../../src/rollout/trajectory.js';
 /**
  * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)
  * through Gym's seed → loop → verify, holding the environment session and converting every failure into a
- * reward-0 row. The contract the service implements is in the README (section "Drive a remote agent").
+ * reward-0 row. The contract the service implements is in docs/services.md ("The contract"). The engine is
+ * src/rollout/ (runRollout in rollout.ts); this module serves it as a NeMo Gym-compatible agent server.
  */
 
 export interface RemoteAgentOptions {
@@ -146,7 +147,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
     },
   });
 
-  // The collector polls this about once a second while a run is in flight (see ./status.ts).
+  // The collector polls this about once a second while a run is in flight (see src/rollout/status.ts).
   app.get('/status', () => ({ body: registry.snapshot() }));
 
   return { app, limiter: ctx.limiter, config };
