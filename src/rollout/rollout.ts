@@ -33,6 +33,10 @@ import { Trajectory } from './trajectory.js';
  * inputs); the collector adds its stamps. Every failure becomes a
  * reward-0 row (docs/design.md, "The failure row") whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
+ *
+ * This file reads in the order a rollout runs: `runRollout` (the row, the run budget, the failure backstop), then
+ * `seedLoopVerify` (the steps), then the loop (`runServiceLoop`: a service call, then the tools it asked for), then
+ * the failure row. The hops themselves are the two clients': ./service-client.ts and ./resources-client.ts.
  */
 
 export interface RolloutContext {
