@@ -10,7 +10,8 @@ import { RESERVED_ROUTES } from '../server/resources-server.js';
 import type { RunBudget } from './budget.js';
 
 /**
- * The rollout's side of the resources server: seed a session, run Gym-hosted tools on it, verify it. Every call
+ * The rollout's side of the resources server: seed a session, run Gym-hosted tools on it (a call Gym refuses, D5 and
+ * D6, is answered here without reaching the server), verify it. Every call
  * carries the rollout's environment cookie jar (never the service's) and the rollout's budget; connection
  * failures are retried a bounded number of times by `callInternal` and then fail the rollout with a text naming
  * the resources server and its URL (decision D12), instead of waiting out the run timeout.
