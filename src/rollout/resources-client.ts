@@ -11,10 +11,10 @@ import type { RunBudget } from './budget.js';
 
 /**
  * The rollout's side of the resources server: seed a session, run Gym-hosted tools on it (a call Gym refuses, D5 and
- * D6, is answered here without reaching the server), verify it. Every call
- * carries the rollout's environment cookie jar (never the service's) and the rollout's budget; connection
- * failures are retried a bounded number of times by `callInternal` and then fail the rollout with a text naming
- * the resources server and its URL (decision D12), instead of waiting out the run timeout.
+ * D6, is answered here without reaching the server), verify it. Every call carries the rollout's environment cookie
+ * jar (never the service's) and the rollout's budget; connection failures are retried a bounded number of times by
+ * `callInternal` and then fail the rollout with a text naming the resources server and its URL (decision D12),
+ * instead of waiting out the run timeout.
  */
 /** Tool outputs and verify bodies are held whole (and echoed to the service): bounded like a service answer (D14). */
 const RESOURCES_MAX_BODY_BYTES = 64 * 1024 * 1024;
