@@ -15,6 +15,9 @@ const LAYERS = [
   ['src/prometheus/'],
   ['src/counter/'],
   ['src/server/'],
+  // The rollout engine (seed → loop of service call and tools → verify → row) and its /v1/responses transport:
+  // the remote agent serves it, `gym agent check` calls services through the same transport.
+  ['src/rollout/'],
   // The two kits and the test doubles: each stands on the layers below, never on one another.
   ['src/service/'],
   ['src/environment/'],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { CollectorTraces } from '../src/collect/trace.js';
 import { parseTraceparent } from '../src/runfiles/trace-context.js';
 import { exportRequested, rolloutTracer } from '../src/tracing/spans.js';
-import { RolloutTrace } from '../responses_api_agents/remote_agent/trace.js';
+import { RolloutTrace } from '../src/rollout/trace.js';
 import { collect, startGym, type CollectResult, type RunningGym } from './gym.js';
 import { round, type Figure, type ScenarioReport } from './report.js';
 import { COUNTER, dataset, outputDir, RUN_TIMEOUT_MS, tsgymCpuMs, type BenchContext } from './scenario-kit.js';
@@ -113,7 +113,7 @@ function cpuMicrosPerCall(one: (i: number) => void): { median: number; batches: 
 /**
  * The off path's trace hooks of one counter rollout (4 service calls, 3 tools), run HOOK_ROLLOUTS times in this
  * process with the real tracer: `tracing` makes exactly the tracer calls of src/collect/trace.ts and
- * responses_api_agents/remote_agent/trace.ts; `withMetrics` drives the agent's real RolloutTrace, which also updates
+ * src/rollout/trace.ts; `withMetrics` drives the agent's real RolloutTrace, which also updates
  * the Prometheus metrics that ride on the same points.
  */
 async function offHooks(

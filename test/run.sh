@@ -65,8 +65,8 @@ echo "npm test: temp dir of this run: $RUN_TMP"
 mapfile -t tests < <(find src resources_servers responses_api_agents examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')
 status=0
 node --test --test-concurrency=2 "${tests[@]}" || status=$?
-# The remote agent's tests once more with their environments reached in-process, as a co-located agent reaches its
-# environment (D23, test/support/remote-agent.ts): every assertion must hold on both paths.
-TSGYM_TEST_ENV_IN_PROCESS=1 node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js || status=$?
+# The remote agent's tests and its engine's (src/rollout/) once more with their environments reached in-process, as a
+# co-located agent reaches its environment (D23, test/support/remote-agent.ts): every assertion must hold on both paths.
+TSGYM_TEST_ENV_IN_PROCESS=1 node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js dist/src/rollout/*.test.js || status=$?
 env -u TMPDIR bash test/leftovers.sh "$RUN_TMP" || status=$?
 exit "$status"

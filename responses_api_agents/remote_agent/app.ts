@@ -6,20 +6,22 @@ import { CookieJar } from '../../src/http/cookies.js';
 import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
 import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
-import { withRunBudget } from './budget.js';
-import { parseRemoteAgentConfig, type RemoteAgentConfig } from './config.js';
-import { Environment, EnvironmentJar, VerifiedRow } from './resources-client.js';
-import { AgentLog, type LogSink } from './log.js';
-import { runAgentLoop, Trajectory } from './loop.js';
-import { rejectRunBody, runRollout, type RolloutContext } from './rollout.js';
-import { ServiceClient } from './service-client.js';
-import { encodeResponse } from './step-body.js';
-import { RolloutRegistry } from './status.js';
+import { withRunBudget } from '../../src/rollout/budget.js';
+import { parseRemoteAgentConfig } from './config.js';
+import type { RemoteAgentConfig } from '../../src/rollout/settings.js';
+import { ResourcesClient, ResourcesJar, VerifiedRow } from '../../src/rollout/resources-client.js';
+import { AgentLog, type LogSink } from '../../src/rollout/log.js';
+import { rejectRunBody, runRollout, runServiceLoop, type RolloutContext } from '../../src/rollout/rollout.js';
+import { ServiceClient } from '../../src/rollout/service-client.js';
+import { encodeResponse } from '../../src/rollout/step-body.js';
+import { RolloutRegistry } from '../../src/rollout/status.js';
+import { Trajectory } from '../../src/rollout/trajectory.js';
 
 /**
  * `remote_agent`: drives an agent that runs as its own HTTP service (`POST {agent_base_url}/v1/responses`)
  * through Gym's seed → loop → verify, holding the environment session and converting every failure into a
- * reward-0 row. The contract the service implements is in the README (section "Drive a remote agent").
+ * reward-0 row. The contract the service implements is in docs/services.md ("The contract"). The engine is
+ * src/rollout/ (runRollout in rollout.ts); this module serves it as a NeMo Gym-compatible agent server.
  */
 
 export interface RemoteAgentOptions {
@@ -36,8 +38,8 @@ export interface RemoteAgentOptions {
   aggregateTimeoutSecs?: number;
   /** Pause between connection attempts to the service (~0.5 s). */
   connectRetryDelayMs?: number;
-  /** The environment client; defaults to one for `resourcesServer`. */
-  environment?: Environment;
+  /** The resources server's client; defaults to one for `resourcesServer`. */
+  resourcesClient?: ResourcesClient;
 }
 
 export interface RemoteAgent {
@@ -61,9 +63,10 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
     limiter: new FifoSemaphore(config.concurrency),
     registry,
     agentName: options.name ?? 'remote_agent',
-    environment: options.environment ?? new Environment(options.resourcesServer.name, options.resourcesServer.url),
+    resources:
+      options.resourcesClient ?? new ResourcesClient(options.resourcesServer.name, options.resourcesServer.url),
     service: new ServiceClient({
-      baseUrl: config.agentBaseUrl,
+      baseUrl: config.serviceBaseUrl,
       timeoutSecs: config.remoteResponsesTimeoutSecs,
       maxResponseBytes: config.maxResponseBytes,
       auth: config.auth,
@@ -101,19 +104,19 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         throw new HttpError(422, [{ type: 'value_error', loc: ['body'], msg: params.message }]);
       }
       // The live route runs the loop on the caller's environment session: its cookies are the environment jar.
-      const envJar = jarFromRequest(req);
+      const resourcesJar = jarFromRequest(req);
       const trajectory = new Trajectory();
       await withRunBudget(
         ctx.limiter,
         config.runTimeoutSecs,
         (budget) =>
-          runAgentLoop(
+          runServiceLoop(
             params.value,
             {
               service: ctx.service,
-              environment: ctx.environment,
+              resources: ctx.resources,
               serviceJar: new CookieJar(),
-              envJar,
+              resourcesJar,
               maxSteps: config.maxSteps,
               budget,
             },
@@ -125,18 +128,18 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         // The bytes of `JSON.stringify(trajectory.toResponse())`, written from the encoded items.
         raw: encodeResponse(trajectory.encoded()),
         contentType: 'application/json',
-        setCookies: Object.entries(envJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
+        setCookies: Object.entries(resourcesJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
       };
     },
 
     async aggregateMetrics(req) {
-      const environment = ctx.environment;
+      const resources = ctx.resources;
       const timeoutSecs = options.aggregateTimeoutSecs ?? AGGREGATE_TIMEOUT_SECS;
-      const res = await environment.aggregateMetrics(req.body.length > 0 ? req.body : '{}', timeoutSecs * 1000);
+      const res = await resources.aggregateMetrics(req.body.length > 0 ? req.body : '{}', timeoutSecs * 1000);
       if (res.status < 200 || res.status >= 300) {
         throw new RetryableRolloutError(
           'RESOURCES_SERVER_HTTP_STATUS',
-          `/aggregate_metrics on the resources server '${environment.name}' failed: HTTP ${res.status}: ` +
+          `/aggregate_metrics on the resources server '${resources.name}' failed: HTTP ${res.status}: ` +
             res.body.subarray(0, 500).toString('utf8'),
         );
       }
@@ -144,15 +147,15 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
     },
   });
 
-  // The collector polls this about once a second while a run is in flight (see ./status.ts).
+  // The collector polls this about once a second while a run is in flight (see src/rollout/status.ts).
   app.get('/status', () => ({ body: registry.snapshot() }));
 
   return { app, limiter: ctx.limiter, config };
 }
 
 /** The caller seeded this session, not the agent: no boot id is known, so a restart is not detected here. */
-function jarFromRequest(req: GymRequest): EnvironmentJar {
-  const jar = new EnvironmentJar();
+function jarFromRequest(req: GymRequest): ResourcesJar {
+  const jar = new ResourcesJar();
   jar.absorb(Object.entries(req.cookies).map(([name, value]) => `${name}=${value}`));
   return jar;
 }

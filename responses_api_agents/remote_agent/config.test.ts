@@ -5,7 +5,8 @@ import { ConfigError } from '../../src/errors.js';
 import { FifoSemaphore } from '../../src/server/agent-server.js';
 import { createRemoteAgent } from './app.js';
 import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
-import { parseRemoteAgentConfig, pyFloat } from './config.js';
+import { parseRemoteAgentConfig } from './config.js';
+import { pyFloat } from '../../src/rollout/settings.js';
 
 const REF = { type: 'resources_servers', name: 'counter_env' };
 const parse = (extra: Record<string, unknown>) =>

@@ -1,6 +1,9 @@
+import { z } from 'zod';
+import { MISSING_VALUE } from '../../src/config/types.js';
 import { ConfigError } from '../../src/errors.js';
-import { authWarnings, parseServiceAuth, type ServiceAuth } from '../../src/http/service-auth.js';
+import { authWarnings, parseServiceAuth } from '../../src/http/service-auth.js';
 import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
+import { DEFAULTS, pyFloat, type RemoteAgentConfig, type ResourcesServerRef } from '../../src/rollout/settings.js';
 
 /**
  * The remote agent's own config block (`<instance>.responses_api_agents.remote_agent`), validated up front so a
@@ -8,38 +11,47 @@ import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
  * surfacing as a hung or failing rollout later (reference quirks listed in U26).
  */
 
-export interface ResourcesServerRef {
-  type: 'resources_servers';
-  name: string;
+/** A key left unset: absent, null, or still OmegaConf's `???`. Every optional key then takes its default. */
+const UNSET = z.union([z.undefined(), z.null(), z.literal(MISSING_VALUE)]);
+
+const integerAtLeastOne = z.number().refine((n) => Number.isInteger(n) && n >= 1);
+/** zod's number is finite: NaN and ±Infinity are refused with the rest. */
+const positiveSeconds = z.number().positive();
+
+/** `schema`, or `fallback` when the key is unset (a preprocess, so that an absent key is read too). */
+function unsetOr<Value, Fallback>(schema: z.ZodType<Value>, fallback: Fallback) {
+  return z
+    .preprocess((value) => (UNSET.safeParse(value).success ? undefined : value), schema.optional())
+    .transform((value) => value ?? fallback);
 }
 
-export interface RemoteAgentConfig {
-  /** Normalised: no surrounding whitespace, no trailing slash; any path prefix kept. */
-  agentBaseUrl: string;
-  resourcesServer: ResourcesServerRef;
-  concurrency: number;
-  remoteResponsesTimeoutSecs: number;
-  runTimeoutSecs: number;
-  /** `null` = no step bound. */
-  maxSteps: number | null;
-  maxResponseBytes: number;
-  /** Credential headers and CA for the service hop (`agent_api_key_env`, `agent_headers`, `agent_ca_file`). */
-  auth: ServiceAuth;
-  /**
-   * `fill_echo_fields`: accept a response that lacks only the fields echoing the request or usage detail objects,
-   * completed from the request (D24). Off by default: strict validation.
-   */
-  fillEchoFields: boolean;
-  /** Start-up warnings (legal but probably unintended settings), for the server to print once. */
-  warnings: string[];
-}
+/**
+ * The keys checked here, in the order they are checked: the first key that fails is the one reported. The block's
+ * other keys (`entrypoint`, `agent_base_url`, the credential keys) pass through; the last two are read with the
+ * helpers the other service callers share.
+ */
+const BLOCK = z.looseObject({
+  resources_server: z.object({
+    type: z.literal('resources_servers'),
+    name: z.string().refine((name) => name !== '' && name !== MISSING_VALUE),
+  }),
+  concurrency: unsetOr(integerAtLeastOne, DEFAULTS.concurrency),
+  remote_responses_timeout_secs: unsetOr(positiveSeconds, DEFAULTS.remoteResponsesTimeoutSecs),
+  run_timeout_secs: unsetOr(positiveSeconds, DEFAULTS.runTimeoutSecs),
+  max_steps: unsetOr(integerAtLeastOne, null),
+  max_response_bytes: unsetOr(integerAtLeastOne, DEFAULTS.maxResponseBytes),
+  fill_echo_fields: unsetOr(z.boolean(), false),
+});
 
-export const DEFAULTS = {
-  concurrency: 32,
-  remoteResponsesTimeoutSecs: 1800,
-  runTimeoutSecs: 2100,
-  maxResponseBytes: 64 * 1024 * 1024,
-} as const;
+/** What each scalar key must be, as its error says it. */
+const RULES: Record<string, string> = {
+  concurrency: 'an integer ≥ 1',
+  remote_responses_timeout_secs: 'a number of seconds > 0',
+  run_timeout_secs: 'a number of seconds > 0',
+  max_steps: 'an integer ≥ 1 or unset',
+  max_response_bytes: 'an integer ≥ 1',
+  fill_echo_fields: 'true or false',
+};
 
 /** `env` is the agent server's environment, where `agent_api_key_env` names a variable. */
 export function parseRemoteAgentConfig(
@@ -48,27 +60,22 @@ export function parseRemoteAgentConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): RemoteAgentConfig {
   const where = (key: string): string => `${instanceName}.responses_api_agents.remote_agent.${key}`;
-  const agentBaseUrl = normalizeAgentBaseUrl(inner.agent_base_url, where('agent_base_url'));
+  const serviceBaseUrl = normalizeAgentBaseUrl(inner.agent_base_url, where('agent_base_url'));
   const auth = parseServiceAuth(inner, where, env);
+  const parsed = BLOCK.safeParse(inner);
+  if (!parsed.success) throw blockError(parsed.error.issues[0]!, inner, where);
+  const block = parsed.data;
   const config: RemoteAgentConfig = {
-    agentBaseUrl,
-    resourcesServer: parseResourcesServerRef(inner.resources_server, where('resources_server')),
-    concurrency: integerAtLeastOne(inner.concurrency, DEFAULTS.concurrency, where('concurrency')),
-    remoteResponsesTimeoutSecs: positiveSeconds(
-      inner.remote_responses_timeout_secs,
-      DEFAULTS.remoteResponsesTimeoutSecs,
-      where('remote_responses_timeout_secs'),
-    ),
-    runTimeoutSecs: positiveSeconds(inner.run_timeout_secs, DEFAULTS.runTimeoutSecs, where('run_timeout_secs')),
-    maxSteps: isUnset(inner.max_steps) ? null : integerAtLeastOne(inner.max_steps, 0, where('max_steps'), 'or unset'),
-    maxResponseBytes: integerAtLeastOne(
-      inner.max_response_bytes,
-      DEFAULTS.maxResponseBytes,
-      where('max_response_bytes'),
-    ),
+    serviceBaseUrl,
+    resourcesServer: { type: block.resources_server.type, name: block.resources_server.name },
+    concurrency: block.concurrency,
+    remoteResponsesTimeoutSecs: block.remote_responses_timeout_secs,
+    runTimeoutSecs: block.run_timeout_secs,
+    maxSteps: block.max_steps,
+    maxResponseBytes: block.max_response_bytes,
     auth,
-    fillEchoFields: flag(inner.fill_echo_fields, where('fill_echo_fields')),
-    warnings: authWarnings(auth, agentBaseUrl, where),
+    fillEchoFields: block.fill_echo_fields,
+    warnings: authWarnings(auth, serviceBaseUrl, where),
   };
   if (config.remoteResponsesTimeoutSecs >= config.runTimeoutSecs) {
     config.warnings.push(
@@ -80,56 +87,30 @@ export function parseRemoteAgentConfig(
   return config;
 }
 
-function parseResourcesServerRef(raw: unknown, where: string): ResourcesServerRef {
+/** The paragraph for the first key that failed: the key, the value and the rule (D18). */
+function blockError(
+  issue: z.core.$ZodIssue,
+  inner: Record<string, unknown>,
+  where: (key: string) => string,
+): ConfigError {
+  const [key, member] = issue.path as [string, string | undefined];
+  if (key === 'resources_server') return resourcesServerError(inner.resources_server, member, where(key));
+  return new ConfigError(`${where(key)} = ${JSON.stringify(inner[key])} is invalid: it must be ${RULES[key]}.`);
+}
+
+/** What is wrong with the `resources_server` reference: `member` is the key of it that failed, if any. */
+function resourcesServerError(raw: unknown, member: string | undefined, where: string): ConfigError {
   const example = `${where.split('.').pop()}: {type: resources_servers, name: <the resources server's top-level key>}`;
-  if (isUnset(raw)) throw new ConfigError(`${where} is required: ${example}.`);
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(`${where} must be a reference mapping, e.g. ${example}.`);
+  if (member === undefined) {
+    return UNSET.safeParse(raw).success
+      ? new ConfigError(`${where} is required: ${example}.`)
+      : new ConfigError(`${where} must be a reference mapping, e.g. ${example}.`);
   }
-  const ref = raw as Record<string, unknown>;
-  if (ref.type !== 'resources_servers') {
-    throw new ConfigError(
-      `${where}.type must be 'resources_servers', got ${JSON.stringify(ref.type ?? null)}. Use ${example}.`,
+  if (member === 'type') {
+    const type = (raw as Partial<ResourcesServerRef>).type;
+    return new ConfigError(
+      `${where}.type must be 'resources_servers', got ${JSON.stringify(type ?? null)}. Use ${example}.`,
     );
   }
-  if (typeof ref.name !== 'string' || ref.name === '' || ref.name === '???') {
-    throw new ConfigError(`${where}.name must name a resources server instance defined in the config. Use ${example}.`);
-  }
-  return { type: 'resources_servers', name: ref.name };
-}
-
-function integerAtLeastOne(raw: unknown, fallback: number, where: string, unsetNote = ''): number {
-  if (isUnset(raw)) return fallback;
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1) {
-    throw new ConfigError(
-      `${where} = ${JSON.stringify(raw)} is invalid: it must be an integer ≥ 1${unsetNote ? ` ${unsetNote}` : ''}.`,
-    );
-  }
-  return raw;
-}
-
-function positiveSeconds(raw: unknown, fallback: number, where: string): number {
-  if (isUnset(raw)) return fallback;
-  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) {
-    throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be a number of seconds > 0.`);
-  }
-  return raw;
-}
-
-/** An on/off key: YAML `true`/`false`; unset means off. */
-function flag(raw: unknown, where: string): boolean {
-  if (isUnset(raw)) return false;
-  if (typeof raw !== 'boolean')
-    throw new ConfigError(`${where} = ${JSON.stringify(raw)} is invalid: it must be true or false.`);
-  return raw;
-}
-
-function isUnset(value: unknown): boolean {
-  return value === undefined || value === null || value === '???';
-}
-
-/** Seconds as Python prints a float (`1800` → `1800.0`, `0.25` → `0.25`), so error texts match the reference. */
-export function pyFloat(value: number): string {
-  if (Number.isInteger(value) && Math.abs(value) < 1e16) return `${value}.0`;
-  return String(value);
+  return new ConfigError(`${where}.name must name a resources server instance defined in the config. Use ${example}.`);
 }

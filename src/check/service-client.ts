@@ -1,13 +1,15 @@
 /**
- * How `gym agent check` calls the service: POST `/v1/responses` with the credential headers and CA the remote
- * agent would use, timing every answered call. A reply Gym could not use (no connection, a redirect, a non-2xx
- * status, a body that is not a JSON object) is recorded under the check that names it, saying what to change.
+ * How `gym agent check` calls the service: through the remote agent's own `/v1/responses` call (`ResponsesEndpoint`:
+ * the same credential headers, CA and body bound), timing every answered call. A reply Gym could not use (no
+ * connection, a redirect, a non-2xx status, a body that is not a JSON object) is recorded under the check that names
+ * it, saying what to change.
  */
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
-import { createDispatcher, HttpTransportError, request, type RequestOptions } from '../http/client.js';
+import { HttpTransportError } from '../http/client.js';
 import type { CookieJar } from '../http/cookies.js';
 import type { ServiceAuth } from '../http/service-auth.js';
+import { ResponsesEndpoint } from '../rollout/responses-endpoint.js';
+import { DEFAULTS } from '../rollout/settings.js';
 import { excerpt } from './excerpt.js';
 import type { CheckLedger } from './ledger.js';
 
@@ -15,22 +17,27 @@ type CallOutcome =
   | { ok: true; body: Record<string, unknown>; setCookies: string[] }
   | { ok: false; check: string; unreachable: boolean; refused?: boolean };
 
-export class ServiceClient {
-  readonly endpoint: string;
+export class CheckClient {
+  private readonly service: ResponsesEndpoint;
   private readonly durations: number[] = [];
   private answered = 0;
-  /** What every call carries besides its body: the credential headers and, for a private CA, its own pool. */
-  private readonly transport: Pick<RequestOptions, 'headers' | 'dispatcher'>;
 
   constructor(
     readonly baseUrl: string,
     private readonly settings: { timeoutMs: number; auth: ServiceAuth },
     private readonly ledger: CheckLedger,
   ) {
-    this.endpoint = `${baseUrl}/v1/responses`;
-    const { auth } = settings;
-    const pool: Dispatcher | undefined = auth.ca ? createDispatcher({ ca: auth.ca.pem }) : undefined;
-    this.transport = { headers: auth.headers, ...(pool ? { dispatcher: pool } : {}) };
+    // The body bound is the remote agent's default `max_response_bytes`.
+    this.service = new ResponsesEndpoint({
+      baseUrl,
+      auth: settings.auth,
+      timeoutMs: settings.timeoutMs,
+      maxBodyBytes: DEFAULTS.maxResponseBytes,
+    });
+  }
+
+  get endpoint(): string {
+    return this.service.url;
   }
 
   /** Milliseconds each answered call took, in call order. */
@@ -46,14 +53,7 @@ export class ServiceClient {
     const started = performance.now();
     let res;
     try {
-      res = await request(this.endpoint, {
-        method: 'POST',
-        json: body,
-        jar,
-        timeoutMs: this.settings.timeoutMs,
-        maxBodyBytes: 64 * 1024 * 1024,
-        ...this.transport,
-      });
+      res = await this.service.post(JSON.stringify(body), { jar });
     } catch (err) {
       // Unreachable only if nothing ever answered: a later connection error is one failed call among others.
       const unreachable = this.answered === 0 && err instanceof HttpTransportError && err.kind === 'connect';
@@ -96,12 +96,7 @@ export class ServiceClient {
   /** The same call again without cookies, untimed and unreported: does the service take it that way? */
   async succeedsWithoutCookies(body: unknown): Promise<boolean> {
     try {
-      const res = await request(this.endpoint, {
-        method: 'POST',
-        json: body,
-        timeoutMs: this.settings.timeoutMs,
-        ...this.transport,
-      });
+      const res = await this.service.post(JSON.stringify(body), { anySize: true });
       return res.status >= 200 && res.status < 300;
     } catch {
       return false;

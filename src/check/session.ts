@@ -4,7 +4,7 @@
  */
 import type { ServiceAuth } from '../http/service-auth.js';
 import { CheckLedger } from './ledger.js';
-import { ServiceClient } from './service-client.js';
+import { CheckClient } from './service-client.js';
 
 interface CheckLimits {
   /** Bound on each call. */
@@ -18,11 +18,11 @@ interface CheckLimits {
 }
 
 export interface CheckSession extends CheckLimits {
-  client: ServiceClient;
+  client: CheckClient;
   ledger: CheckLedger;
 }
 
 export function openSession(baseUrl: string, limits: CheckLimits, auth: ServiceAuth): CheckSession {
   const ledger = new CheckLedger(auth.secrets, limits.fillEchoFields);
-  return { ...limits, ledger, client: new ServiceClient(baseUrl, { timeoutMs: limits.timeoutMs, auth }, ledger) };
+  return { ...limits, ledger, client: new CheckClient(baseUrl, { timeoutMs: limits.timeoutMs, auth }, ledger) };
 }

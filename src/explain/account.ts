@@ -165,7 +165,7 @@ function describeSteps(found: FoundRow, options: AccountOptions): string[] {
   return lines;
 }
 
-/** Which hop failed, from the error text's stage prefix (responses_api_agents/remote_agent/rollout.ts). */
+/** Which hop failed, from the error text's stage prefix (src/rollout/rollout.ts). */
 export function failingHop(error: string, failureClass: string, steps: number): string {
   if (failureClass === 'collector_error') return "the collector's call to the agent's /run";
   if (failureClass === 'invalid_row') return 'the dataset row itself (checked by the collector before sending)';

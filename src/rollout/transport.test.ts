@@ -9,7 +9,7 @@ import {
   responseObject,
   startScriptedService,
   toolAsk,
-} from '../../src/testing/index.js';
+} from '../testing/index.js';
 import { retryAfterMs } from './service-client.js';
 import {
   basicRow,

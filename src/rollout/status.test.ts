@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { z } from 'zod';
-import { STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
-import { request } from '../../src/http/client.js';
-import { tool } from '../../src/server/resources-server.js';
-import { finalAnswer, functionCall, reply, toolAsk } from '../../src/testing/index.js';
+import { STEP_LATENCY_HEADER } from '../contract/gym-wire.js';
+import { request } from '../http/client.js';
+import { tool } from '../server/resources-server.js';
+import { finalAnswer, functionCall, reply, toolAsk } from '../testing/index.js';
 import type { AgentStatusBody } from './status.js';
 import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
 import { eventually, gate } from '../../test/support/wait.js';

@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { App, HttpError } from '../../src/http/server.js';
-import type { Row } from '../../src/runfiles/row.js';
-import type { VerifyRequest } from '../../src/server/resources-server.js';
-import {
-  assistantMessage,
-  finalAnswer,
-  functionCall,
-  reply,
-  responseObject,
-  toolAsk,
-} from '../../src/testing/index.js';
-import { Environment } from './resources-client.js';
+import { App, HttpError } from '../http/server.js';
+import type { Row } from '../runfiles/row.js';
+import type { VerifyRequest } from '../server/resources-server.js';
+import { assistantMessage, finalAnswer, functionCall, reply, responseObject, toolAsk } from '../testing/index.js';
+import { ResourcesClient } from './resources-client.js';
 import { AgentLog, isThrottledOccurrencePrinted } from './log.js';
 import {
   basicRow,
@@ -148,7 +141,7 @@ describe('I. Gym-side failures', () => {
 
   test('case 52: an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
     const env = await startRecordingEnv();
-    class BuggyEnvironment extends Environment {
+    class BuggyResourcesClient extends ResourcesClient {
       override async verify(): Promise<never> {
         throw new TypeError('internal bug');
       }
@@ -156,7 +149,7 @@ describe('I. Gym-side failures', () => {
     const h = await startHarness({
       service: [finalAnswer('ok')],
       env,
-      agent: { environment: new BuggyEnvironment(env.name, env.url) },
+      agent: { resourcesClient: new BuggyResourcesClient(env.name, env.url) },
     });
     try {
       const res = await h.post<RunResult>('/run', basicRow());
@@ -424,7 +417,7 @@ describe('L. HTTP routes', () => {
       const res = await h.post<RunResult>('/run', basicRow());
       assert.equal(res.status, 200);
       assert.equal(res.body.reward, 1.0);
-      const { request } = await import('../../src/http/client.js');
+      const { request } = await import('../http/client.js');
       const live = await request(`${h.url}/`, { timeoutMs: 30_000 });
       assert.deepEqual(live.json(), { status: 'ok' });
     } finally {
@@ -513,7 +506,7 @@ describe('N. aggregate metrics proxy', () => {
       };
       const viaAgent = await h.post<Row>('/aggregate_metrics', body);
       const direct = await (
-        await import('../../src/http/client.js')
+        await import('../http/client.js')
       ).callInternal(`${h.env.url}/aggregate_metrics`, {
         json: body,
         timeoutMs: 30_000,

@@ -1,4 +1,4 @@
-import type { CreateParams } from '../../src/contract/index.js';
+import type { CreateParams } from '../contract/index.js';
 
 /**
  * The bodies a rollout sends, written from its items encoded once (`encodeElement`, as `JSON.stringify` writes an

@@ -1,28 +1,30 @@
 import { performance } from 'node:perf_hooks';
-import { USAGE_FILLED_KEY } from '../../src/contract/echo-fill.js';
-import { STEP_LATENCY_KEY } from '../../src/contract/gym-wire.js';
-import { placeholderResponse, validateCreateParams, type CreateParams } from '../../src/contract/index.js';
+import { USAGE_FILLED_KEY } from '../contract/echo-fill.js';
+import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import {
-  describeError,
-  isGymError,
-  RetryableRolloutError,
-  TerminalRolloutError,
-  type GymError,
-} from '../../src/errors.js';
-import { CookieJar } from '../../src/http/cookies.js';
-import { RESULT_KEYS } from '../../src/runfiles/result-keys.js';
-import type { Row } from '../../src/runfiles/row.js';
-import type { FifoSemaphore } from '../../src/server/agent-server.js';
+  isAssistantMessage,
+  normalizeInput,
+  placeholderResponse,
+  validateCreateParams,
+  type CreateParams,
+  type ResponseObject,
+} from '../contract/index.js';
+import { describeError, isGymError, RetryableRolloutError, TerminalRolloutError, type GymError } from '../errors.js';
+import { CookieJar } from '../http/cookies.js';
+import { RESULT_KEYS } from '../runfiles/result-keys.js';
+import type { Row } from '../runfiles/row.js';
+import { TRACE_ID_KEY } from '../runfiles/trace-context.js';
+import type { FifoSemaphore } from '../server/agent-server.js';
+import { rolloutTracer } from '../tracing/spans.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
-import type { RemoteAgentConfig } from './config.js';
-import { EnvironmentJar, VerifiedRow, type Environment } from './resources-client.js';
 import type { AgentLog } from './log.js';
-import { runAgentLoop, Trajectory } from './loop.js';
+import { ResourcesJar, type ResourcesClient, type VerifiedRow } from './resources-client.js';
 import type { ServiceClient } from './service-client.js';
+import type { RemoteAgentConfig } from './settings.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
-import { rolloutTracer } from '../../src/tracing/spans.js';
-import { TRACE_ID_KEY } from '../../src/runfiles/trace-context.js';
+import { StepBody } from './step-body.js';
 import { RolloutTrace, type TraceHeaders } from './trace.js';
+import { Trajectory } from './trajectory.js';
 
 /**
  * One `/run`: row in, result row out, never an exception. Seed a fresh environment session, run the loop against
@@ -31,12 +33,16 @@ import { RolloutTrace, type TraceHeaders } from './trace.js';
  * inputs); the collector adds its stamps. Every failure becomes a
  * reward-0 row (docs/design.md, "The failure row") whose `_ng_failure_terminal` comes from the typed error's class,
  * never from its text (D3), and which keeps the evidence: the partial trajectory and timing (D2).
+ *
+ * This file reads in the order a rollout runs: `runRollout` (the row, the run budget, the failure backstop), then
+ * `seedLoopVerify` (the steps), then the loop (`runServiceLoop`: a service call, then the tools it asked for), then
+ * the failure row. The hops themselves are the two clients': ./service-client.ts and ./resources-client.ts.
  */
 
 export interface RolloutContext {
   config: RemoteAgentConfig;
   service: ServiceClient;
-  environment: Environment;
+  resources: ResourcesClient;
   limiter: FifoSemaphore;
   log: AgentLog;
   /** In-flight rollouts for `GET /status`. */
@@ -85,7 +91,7 @@ export async function runRollout(
   const progress = ctx.registry?.begin(row);
   const trace = new RolloutTrace(await rolloutTracer('tsgym-remote-agent'), options.trace ?? {}, row, {
     agent: ctx.agentName ?? 'remote_agent',
-    environment: ctx.environment.name,
+    environment: ctx.resources.name,
   });
   try {
     if ('skills_ref' in row) {
@@ -140,32 +146,27 @@ async function seedLoopVerify(
   stepLatency: boolean,
 ): Promise<VerifiedRow> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
-  const envJar = new EnvironmentJar();
+  const resourcesJar = new ResourcesJar();
   const serviceJar = new CookieJar();
 
   progress?.enter('seeding');
-  await stage('/seed_session on the resources server failed: ', ctx.environment.seed(row, envJar, budget));
-  await stage(
-    'agent loop failed: ',
-    runAgentLoop(
-      params,
-      {
-        service: ctx.service,
-        environment: ctx.environment,
-        serviceJar,
-        envJar,
-        maxSteps: ctx.config.maxSteps,
-        budget,
-        ...(progress ? { progress } : {}),
-      },
-      trajectory,
-    ),
-  );
+  await stage('/seed_session on the resources server failed: ', ctx.resources.seed(row, resourcesJar, budget));
+  const loop: LoopContext = {
+    service: ctx.service,
+    resources: ctx.resources,
+    serviceJar,
+    resourcesJar,
+    maxSteps: ctx.config.maxSteps,
+    budget,
+    ...(progress ? { progress } : {}),
+  };
+  await stage('agent loop failed: ', runServiceLoop(params, loop, trajectory));
   warnAboutUsage(trajectory, ctx.log);
+
   progress?.enter('verifying');
   const verified = await stage(
     '/verify on the resources server failed: ',
-    ctx.environment.verify(trajectory.sealForVerify(row), envJar, budget),
+    ctx.resources.verify(trajectory.sealForVerify(row), resourcesJar, budget),
   );
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row. The usage mark is the agent's stamp on a row
@@ -173,6 +174,139 @@ async function seedLoopVerify(
   const marked = trajectory.usageFilled ? verified.withField(USAGE_FILLED_KEY, true) : verified;
   return stepLatency ? marked.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : marked;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The loop
+
+/**
+ * The loop, in process (no internal HTTP hop, so the run deadline reaches the in-flight service call).
+ *
+ * Each step sends the row's `responses_create_params` exactly as the dataset set them, with `input` = the
+ * original input + every item so far (the service's items exactly as sent, Gym's tool outputs). What the service
+ * returns decides the next step:
+ *
+ *   incomplete_details set             → stop before running anything; verify what we have
+ *   unpaired function_calls            → run each against the environment, append the outputs, call again
+ *                                        (an assistant message alongside them does not end the rollout)
+ *   an assistant message, no asks      → done
+ *   none of these                      → fail at once (D4: the contract gives exactly two reasons to return)
+ *
+ * `max_steps` stops the loop after the step's tools ran.
+ */
+export interface LoopContext {
+  service: ServiceClient;
+  resources: ResourcesClient;
+  /** The rollout's cookies for the service and for the environment: two jars that never mix (D7). */
+  serviceJar: CookieJar;
+  resourcesJar: ResourcesJar;
+  maxSteps: number | null;
+  budget: RunBudget;
+  /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */
+  progress?: RolloutProgress;
+}
+
+/** Run the loop to its end; what it produced is in `trajectory` (also when it throws). */
+export async function runServiceLoop(params: CreateParams, ctx: LoopContext, trajectory: Trajectory): Promise<void> {
+  const body = new StepBody(params, normalizeInput(params.input));
+  for (let step = 1; ; step++) {
+    const asks = await callService(params, body, ctx, trajectory, step);
+    if (asks === undefined) break;
+    for (const call of asks) {
+      ctx.progress?.enter('running_tool', step, call.name);
+      const output = await ctx.resources.callTool(call.name, call.arguments, ctx.resourcesJar, ctx.budget);
+      trajectory.addToolOutput({ type: 'function_call_output', call_id: call.call_id, output });
+    }
+    if (ctx.maxSteps !== null && step >= ctx.maxSteps) break;
+  }
+}
+
+/**
+ * One service call: its answer goes into the trajectory (encoded), then the asks to run, or undefined when the
+ * rollout is done. The parsed answer ends here: only the asks outlive the call.
+ */
+async function callService(
+  params: CreateParams,
+  body: StepBody,
+  ctx: LoopContext,
+  trajectory: Trajectory,
+  step: number,
+): Promise<FunctionCallItem[] | undefined> {
+  ctx.progress?.enter('calling_service', step);
+  const sentAt = performance.now();
+  const answer = await ctx.service.respond(
+    body.forCall(trajectory.items),
+    params,
+    ctx.serviceJar,
+    ctx.budget,
+    ctx.progress,
+  );
+  const response = answer.response;
+  trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);
+  checkResponseStatus(response);
+  if (response.incomplete_details) return undefined;
+
+  const { asks, hasAssistantMessage } = planStep(response.output);
+  if (asks.length > 0) return asks;
+  if (hasAssistantMessage) return undefined;
+  throw new RetryableRolloutError(
+    'REMOTE_NO_PROGRESS',
+    'the remote service returned neither a tool call nor a final message (no unpaired function_call, no ' +
+      'assistant message, no incomplete_details); each response must ask for Gym tools or finish',
+  );
+}
+
+interface FunctionCallItem {
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The asks of one response, single pass: a `function_call` is an ask unless the same response carries a
+ * `function_call_output` with its `call_id` (before or after it). Asks run in order of first appearance; a
+ * repeated `call_id` keeps its first position and its last arguments (a Map keeps insertion order on overwrite).
+ */
+export function planStep(output: readonly unknown[]): { asks: FunctionCallItem[]; hasAssistantMessage: boolean } {
+  const pending = new Map<string, FunctionCallItem>();
+  const answered = new Set<string>();
+  let hasAssistantMessage = false;
+  for (const item of output) {
+    const it = item as { type?: unknown; call_id?: unknown };
+    if (it.type === 'function_call') {
+      const call = item as FunctionCallItem;
+      if (!answered.has(call.call_id)) pending.set(call.call_id, call);
+    } else if (it.type === 'function_call_output' && typeof it.call_id === 'string') {
+      answered.add(it.call_id);
+      pending.delete(it.call_id);
+    } else if (isAssistantMessage(item)) {
+      hasAssistantMessage = true;
+    }
+  }
+  return { asks: [...pending.values()], hasAssistantMessage };
+}
+
+/** U13: a response that says the service did not finish is a failure, not a step. */
+function checkResponseStatus(response: ResponseObject): void {
+  const { status, error } = response;
+  if (status === 'in_progress' || status === 'queued') {
+    throw new TerminalRolloutError(
+      'REMOTE_BACKGROUND_RESPONSE',
+      `the remote service returned a response with status '${status}': background responses are not supported; ` +
+        'answer each /v1/responses call with the finished step',
+    );
+  }
+  if (status === 'failed' || status === 'cancelled' || error) {
+    const detail = error ? `${error.code}: ${error.message}` : 'no error details given';
+    throw new RetryableRolloutError(
+      'REMOTE_REPORTED_FAILURE',
+      `the remote service reported a failed response (status ${status ?? 'unset'}): ${detail}`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Around the steps
 
 function warnAboutUsage(trajectory: Trajectory, log: AgentLog): void {
   if (trajectory.stepsWithUsage === 0) {

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
-import type { ResponseObject } from '../../src/contract/index.js';
-import { request } from '../../src/http/client.js';
-import { registerLocalServer, unregisterLocalServer } from '../../src/http/in-process.js';
-import { App } from '../../src/http/server.js';
-import { finalAnswer, functionCall, reasoningItem, reply, responseObject, toolAsk } from '../../src/testing/index.js';
+import { STEP_LATENCY_HEADER } from '../contract/gym-wire.js';
+import type { ResponseObject } from '../contract/index.js';
+import { request } from '../http/client.js';
+import { registerLocalServer, unregisterLocalServer } from '../http/in-process.js';
+import { App } from '../http/server.js';
+import { finalAnswer, functionCall, reasoningItem, reply, responseObject, toolAsk } from '../testing/index.js';
 import {
   basicRow,
   listenEnv,
@@ -20,7 +20,7 @@ import {
   startHarness,
   type ResultResponse,
 } from '../../test/support/remote-agent.js';
-import { Trajectory } from './loop.js';
+import { Trajectory } from './trajectory.js';
 import { encodeResponse } from './step-body.js';
 
 v8.setFlagsFromString('--expose-gc');

@@ -12,8 +12,8 @@ import {
   type InFlightEntry,
   type InFlightRollout,
   type Stage,
-} from '../../src/runfiles/in-flight.js';
-import type { Row } from '../../src/runfiles/row.js';
+} from '../runfiles/in-flight.js';
+import type { Row } from '../runfiles/row.js';
 
 /** One in-flight rollout, updated in place as it moves (never reallocated). */
 export class RolloutProgress implements InFlightRollout {

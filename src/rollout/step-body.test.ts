@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CreateParams } from '../../src/contract/index.js';
+import type { CreateParams } from '../contract/index.js';
 import { encodeElement, encodeResponse, StepBody, verifyBody } from './step-body.js';
 
 const encoded = (items: unknown[]): Buffer[] => items.map(encodeElement);

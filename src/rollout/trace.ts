@@ -8,12 +8,12 @@ points feed the agent's Prometheus metrics (src/prometheus/metrics.ts): rollouts
 class, hop latencies, service status codes, overload retries.
  */
 import { performance } from 'node:perf_hooks';
-import { agentMetrics, observeHop, statusLabel } from '../../src/prometheus/metrics.js';
-import type { Row } from '../../src/runfiles/row.js';
-import { newSpanId, newTraceId, parseTraceparent } from '../../src/runfiles/trace-context.js';
-import type { HopSpan, RolloutTracer, SpanAttributes } from '../../src/tracing/types.js';
-import { rolloutBaggage, type RolloutKeys } from '../../src/logging/baggage.js';
-import { jsonLogs, logEvent } from '../../src/logging/log.js';
+import { agentMetrics, observeHop, statusLabel } from '../prometheus/metrics.js';
+import type { Row } from '../runfiles/row.js';
+import { newSpanId, newTraceId, parseTraceparent } from '../runfiles/trace-context.js';
+import type { HopSpan, RolloutTracer, SpanAttributes } from '../tracing/types.js';
+import { rolloutBaggage, type RolloutKeys } from '../logging/baggage.js';
+import { jsonLogs, logEvent } from '../logging/log.js';
 
 export interface TraceHeaders {
   traceparent?: string | string[] | undefined;

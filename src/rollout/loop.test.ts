@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { App } from '../../src/http/server.js';
-import { tool } from '../../src/server/resources-server.js';
+import { App } from '../http/server.js';
+import { tool } from '../server/resources-server.js';
 import {
   assistantMessage,
   finalAnswer,
@@ -13,8 +13,9 @@ import {
   responseObject,
   toolAsk,
   toolOutputsIn,
-} from '../../src/testing/index.js';
-import { checkArguments, planStep, toolNameRefusal } from './loop.js';
+} from '../testing/index.js';
+import { checkArguments, toolNameRefusal } from './resources-client.js';
+import { planStep } from './rollout.js';
 import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from '../../test/support/remote-agent.js';
 
 const inc = (count: number, id?: string) => functionCall('increment_counter', { count }, id);

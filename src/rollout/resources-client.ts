@@ -1,21 +1,23 @@
 import { isUtf8 } from 'node:buffer';
-import { MAX_ENVELOPED_JSON_DEPTH } from '../../src/bounded-json/index.js';
-import { finiteNumberMember } from '../../src/bounded-json/member.js';
-import { RetryableRolloutError } from '../../src/errors.js';
-import { HttpTransportError, type HttpResponse } from '../../src/http/client.js';
-import { transportFor, type Transport } from '../../src/http/in-process.js';
-import { CookieJar } from '../../src/http/cookies.js';
-import { SERVER_BOOT_HEADER } from '../../src/contract/gym-wire.js';
+import { JsonTooDeep, MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
+import { finiteNumberMember } from '../bounded-json/member.js';
+import { RetryableRolloutError } from '../errors.js';
+import { HttpTransportError, type HttpResponse } from '../http/client.js';
+import { transportFor, type Transport } from '../http/in-process.js';
+import { CookieJar } from '../http/cookies.js';
+import { SERVER_BOOT_HEADER } from '../contract/gym-wire.js';
+import { RESERVED_ROUTES } from '../server/resources-server.js';
 import type { RunBudget } from './budget.js';
 
 /**
- * The rollout's side of the resources server: seed a session, run Gym-hosted tools on it, verify it. Every call
- * carries the rollout's environment cookie jar (never the service's) and the rollout's budget; connection
- * failures are retried a bounded number of times by `callInternal` and then fail the rollout with a text naming
- * the resources server and its URL (decision D12), instead of waiting out the run timeout.
+ * The rollout's side of the resources server: seed a session, run Gym-hosted tools on it (a call Gym refuses, D5 and
+ * D6, is answered here without reaching the server), verify it. Every call carries the rollout's environment cookie
+ * jar (never the service's) and the rollout's budget; connection failures are retried a bounded number of times by
+ * `callInternal` and then fail the rollout with a text naming the resources server and its URL (decision D12),
+ * instead of waiting out the run timeout.
  */
 /** Tool outputs and verify bodies are held whole (and echoed to the service): bounded like a service answer (D14). */
-const ENVIRONMENT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+const RESOURCES_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /**
  * A rollout's session with the resources server: its cookies, and the boot id (`SERVER_BOOT_HEADER`) of the server
@@ -23,11 +25,11 @@ const ENVIRONMENT_MAX_BODY_BYTES = 64 * 1024 * 1024;
  * whose in-memory session is gone (D20): the rollout fails as retryable rather than being scored on an empty session.
  * A server that sends no boot header (NeMo Gym's Python servers) is not checked: there is nothing to compare.
  */
-export class EnvironmentJar extends CookieJar {
+export class ResourcesJar extends CookieJar {
   seededOnBoot: string | undefined;
 }
 
-export class Environment {
+export class ResourcesClient {
   /**
    * How calls reach the server: over HTTP, or in-process to a co-located one (D23) — the same request and reply
    * either way, so everything below (and any header a caller adds) is the same on both paths.
@@ -42,14 +44,22 @@ export class Environment {
     this.transport = transport ?? transportFor(url);
   }
 
-  async seed(row: Record<string, unknown>, jar: EnvironmentJar, budget: RunBudget): Promise<void> {
+  async seed(row: Record<string, unknown>, jar: ResourcesJar, budget: RunBudget): Promise<void> {
     const res = await this.call('/seed_session', JSON.stringify(row), jar, budget);
     if (!isSuccess(res)) throw statusError(res);
     jar.seededOnBoot = bootOf(res);
   }
 
-  /** Run one tool. Whatever the status, the body text is the tool's result (an unknown tool's 404 included). */
-  async callTool(name: string, argumentsJson: string, jar: EnvironmentJar, budget: RunBudget): Promise<string> {
+  /**
+   * Run one tool the service asked for. A call Gym refuses (D5, D6) is answered here, shaped as the reference shapes it,
+   * without contacting the server; otherwise, whatever the status, the body text is the tool's result (an unknown
+   * tool's 404 included).
+   */
+  async callTool(name: string, argumentsJson: string, jar: ResourcesJar, budget: RunBudget): Promise<string> {
+    const refusal = toolNameRefusal(name);
+    if (refusal) return errorOutput(refusal);
+    const args = checkArguments(argumentsJson);
+    if (!args.ok) return errorOutput(`Invalid tool call arguments: ${args.reason}`);
     const res = await this.call(`/${name}`, argumentsJson, jar, budget);
     this.checkSameBoot(res, jar);
     return res.text();
@@ -61,7 +71,7 @@ export class Environment {
    * holds the parsed trajectory nor encodes it again; the parse only checks it and is dropped. `body` is the encoded
    * `{ ...row, response }` (`verifyBody`).
    */
-  async verify(body: Buffer, jar: EnvironmentJar, budget: RunBudget): Promise<VerifiedRow> {
+  async verify(body: Buffer, jar: ResourcesJar, budget: RunBudget): Promise<VerifiedRow> {
     const res = await this.call('/verify', body, jar, budget);
     this.checkSameBoot(res, jar);
     if (!isSuccess(res)) throw statusError(res);
@@ -91,7 +101,7 @@ export class Environment {
       const res = await this.transport(`${this.url}${path}`, {
         jsonText,
         jar,
-        maxBodyBytes: ENVIRONMENT_MAX_BODY_BYTES,
+        maxBodyBytes: RESOURCES_MAX_BODY_BYTES,
         // The run deadline bounds every hop; the budget's signal cuts it at that moment.
         timeoutMs: Math.max(1, budget.remainingMs()),
         signal: budget.signal,
@@ -106,7 +116,7 @@ export class Environment {
     }
   }
 
-  private checkSameBoot(res: HttpResponse, jar: EnvironmentJar): void {
+  private checkSameBoot(res: HttpResponse, jar: ResourcesJar): void {
     if (jar.seededOnBoot === undefined || bootOf(res) === jar.seededOnBoot) return;
     throw new RetryableRolloutError(
       'RESOURCES_SERVER_RESTARTED',
@@ -124,6 +134,42 @@ export class Environment {
         : `${path} on ${server} failed: ${err.message}`;
     return new RetryableRolloutError('RESOURCES_SERVER_UNREACHABLE', message, { cause: err });
   }
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** D5: a tool name is a plain identifier and never one of the environment's own routes. */
+export function toolNameRefusal(name: unknown): string | undefined {
+  const shown = JSON.stringify(String(name).slice(0, 128));
+  if (typeof name !== 'string' || !TOOL_NAME.test(name) || name === '.' || name === '..') {
+    return `Tool ${shown} is not available: tool names are plain identifiers ([A-Za-z0-9_.-], 1-128 characters).`;
+  }
+  if (RESERVED_ROUTES.has(name)) {
+    return `Tool ${shown} is not available: '${name}' is a route the environment reserves, not a tool.`;
+  }
+  return undefined;
+}
+
+/** D6: arguments must be a JSON object; anything else is answered locally without contacting the environment. */
+export function checkArguments(text: string): { ok: true } | { ok: false; reason: string } {
+  if (text.trim() === '') return { ok: false, reason: 'arguments are empty, expected a JSON object' };
+  let value: unknown;
+  try {
+    value = parseBoundedJson(text);
+  } catch (err) {
+    if (err instanceof JsonTooDeep) return { ok: false, reason: err.message };
+    return { ok: false, reason: `${(err as Error).name}: ${(err as Error).message}` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    return { ok: false, reason: `expected a JSON object, got ${kind}` };
+  }
+  return { ok: true };
+}
+
+/** The output text of a call Gym refused, shaped as the reference shapes it (`json.dumps({"error": …})`). */
+function errorOutput(message: string): string {
+  return `{"error": ${JSON.stringify(message)}}`;
 }
 
 /**

@@ -1,31 +1,23 @@
 import { isUtf8 } from 'node:buffer';
-import { JsonTooDeep, parseBoundedJson } from '../../src/bounded-json/index.js';
-import { validateResponseFillingEchoes, type EchoSource } from '../../src/contract/echo-fill.js';
-import { validateResponse, type ResponseObject } from '../../src/contract/index.js';
-import { isGymError, RetryableRolloutError, TerminalRolloutError } from '../../src/errors.js';
-import type { Dispatcher } from 'undici';
-import {
-  createDispatcher,
-  delay,
-  HttpTransportError,
-  isConnectError,
-  request,
-  withRetries,
-  type HttpResponse,
-} from '../../src/http/client.js';
-import type { CookieJar } from '../../src/http/cookies.js';
+import { JsonTooDeep, parseBoundedJson } from '../bounded-json/index.js';
+import { validateResponseFillingEchoes, type EchoSource } from '../contract/echo-fill.js';
+import { validateResponse, type ResponseObject } from '../contract/index.js';
+import { isGymError, RetryableRolloutError, TerminalRolloutError } from '../errors.js';
+import { delay, HttpTransportError, isConnectError, withRetries, type HttpResponse } from '../http/client.js';
+import type { CookieJar } from '../http/cookies.js';
 import type { RunBudget } from './budget.js';
-import { pyFloat } from './config.js';
-import { redactSecrets, type ServiceAuth } from '../../src/http/service-auth.js';
+import { pyFloat } from './settings.js';
+import { redactSecrets, type ServiceAuth } from '../http/service-auth.js';
+import { ResponsesEndpoint } from './responses-endpoint.js';
 import type { RolloutProgress } from './status.js';
 
 /**
  * The service hop: one `POST {agent_base_url}/v1/responses` per loop step, turned into a validated Responses
  * object or a typed rollout error whose text carries the reference's key phrases (decision C3 in docs/design.md).
  *
- * Composed from the shared client's pieces: `request()` (deadline over headers and body, bounded body, no
- * redirects followed, no proxy) inside `withRetries()` for connection-class failures only — a timed-out call is
- * never re-sent, since the service may still be working on it. Overload answers (429/503 with `Retry-After`) get
+ * Composed from the shared pieces: the `/v1/responses` call (`ResponsesEndpoint`: credentials, private CA, deadline
+ * over headers and body, bounded body, no redirects followed, no proxy) inside `withRetries()` for connection-class
+ * failures only — a timed-out call is never re-sent, since the service may still be working on it. Overload answers (429/503 with `Retry-After`) get
  * their own small retry budget inside the rollout's deadline (D15).
  *
  * A configured credential (`auth`) goes on every call as a header — never a cookie, never to a redirect target
@@ -62,22 +54,21 @@ const MAX_RETRY_AFTER_MS = 30_000;
 const EXCERPT_BYTES = 500;
 
 export class ServiceClient {
-  readonly url: string;
+  private readonly endpoint: ResponsesEndpoint;
   private readonly attempts: number;
   private readonly retryDelayMs: number;
-  private readonly headers: Record<string, string> | undefined;
   private readonly secrets: readonly string[];
-  /** A pool of its own only when a private CA is trusted; otherwise the process-wide one. */
-  private readonly pool: Dispatcher | undefined;
 
   constructor(private readonly options: ServiceClientOptions) {
-    this.url = `${options.baseUrl}/v1/responses`;
+    this.endpoint = new ResponsesEndpoint({
+      baseUrl: options.baseUrl,
+      timeoutMs: options.timeoutSecs * 1000,
+      maxBodyBytes: options.maxResponseBytes,
+      ...(options.auth ? { auth: options.auth } : {}),
+    });
     this.attempts = options.connectAttempts ?? 3;
     this.retryDelayMs = options.connectRetryDelayMs ?? 500;
-    const auth = options.auth;
-    this.headers = auth && Object.keys(auth.headers).length > 0 ? auth.headers : undefined;
-    this.secrets = auth?.secrets ?? [];
-    this.pool = auth?.ca ? createDispatcher({ ca: auth.ca.pem }) : undefined;
+    this.secrets = options.auth?.secrets ?? [];
   }
 
   /** Error text as it may be shown: secret values replaced by `****`. */
@@ -142,21 +133,15 @@ export class ServiceClient {
     budget: RunBudget,
     traceHeaders?: Record<string, string>,
   ): Promise<HttpResponse> {
-    const headers = traceHeaders ? { ...this.headers, ...traceHeaders } : this.headers;
     let tries = 0;
     try {
       return await withRetries(
         () => {
           tries++;
-          return request(this.url, {
-            method: 'POST',
-            jsonText: body,
+          return this.endpoint.post(body, {
             jar,
-            timeoutMs: this.options.timeoutSecs * 1000,
-            maxBodyBytes: this.options.maxResponseBytes,
             signal: budget.signal,
-            ...(headers ? { headers } : {}),
-            ...(this.pool ? { dispatcher: this.pool } : {}),
+            ...(traceHeaders ? { headers: traceHeaders } : {}),
           });
         },
         { attempts: this.attempts, delayMs: this.retryDelayMs, retryOn: isConnectError, signal: budget.signal },
@@ -245,7 +230,7 @@ export class ServiceClient {
       : { ...validateResponse(value), filled: [], usageFilled: false };
     if (!checked.ok) {
       this.options.debug?.(
-        this.safe(`[remote_agent] invalid Responses API object from ${this.url}: ${checked.message}`),
+        this.safe(`[remote_agent] invalid Responses API object from ${this.endpoint.url}: ${checked.message}`),
       );
       throw new TerminalRolloutError(
         'REMOTE_INVALID_RESPONSE',
@@ -259,7 +244,9 @@ export class ServiceClient {
   }
 
   private statusFailure(res: HttpResponse): RetryableRolloutError {
-    this.options.debug?.(this.safe(`[remote_agent] HTTP ${res.status} from ${this.url}, full body: ${res.text()}`));
+    this.options.debug?.(
+      this.safe(`[remote_agent] HTTP ${res.status} from ${this.endpoint.url}, full body: ${res.text()}`),
+    );
     const excerpt = this.safe(res.body.subarray(0, EXCERPT_BYTES).toString('utf8'));
     if (res.status < 400) {
       const location = res.headers.location;

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { RetryableRolloutError } from '../../src/errors.js';
-import type { FifoSemaphore } from '../../src/server/agent-server.js';
-import { pyFloat } from './config.js';
+import { RetryableRolloutError } from '../errors.js';
+import type { FifoSemaphore } from '../server/agent-server.js';
+import { pyFloat } from './settings.js';
 import type { RolloutTrace } from './trace.js';
 
 /**
