@@ -114,7 +114,7 @@ function run(command: string, args: string[], options: { timeoutMs: number; sign
       { timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024, signal: options.signal, encoding: 'utf8' },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
-        const failure = err as ExecFileException;
+        const failure = err;
         if (failure.code === 'ENOENT') {
           return reject(
             new Error(`'${command}' is not on PATH: install Claude Code and log in (or set ANTHROPIC_API_KEY)`),

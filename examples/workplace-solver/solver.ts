@@ -109,9 +109,7 @@ const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Sc
       (ask) => {
         const person = contactNamed(ask, name!);
         const event = one(
-          eventsTitled(ask, title!).filter((e) =>
-            (e.attendees as string[]).some((a) => norm(a) === norm(person.email)),
-          ),
+          eventsTitled(ask, title!).filter((e) => e.attendees.some((a) => norm(a) === norm(person.email))),
           `${title} with ${name}`,
         );
         const time = String(event.start).slice(11);
@@ -219,8 +217,7 @@ const SENTENCES: Array<{ pattern: RegExp; script: (match: RegExpExecArray) => Sc
 export function parseWorkplaceRequest(text: string): Script[] {
   const found: Array<{ at: number; script: Script }> = [];
   for (const { pattern, script } of SENTENCES) {
-    for (const match of text.matchAll(pattern))
-      found.push({ at: match.index, script: script(match as unknown as RegExpExecArray) });
+    for (const match of text.matchAll(pattern)) found.push({ at: match.index, script: script(match) });
   }
   return found.sort((a, b) => a.at - b.at).map((entry) => entry.script);
 }

@@ -157,7 +157,7 @@ export function evaluateSafe(expression: SafeExpression, scope: Record<string, n
   }
   if (typeof value === 'number') return { re: value, im: 0 };
   if (value !== null && typeof value === 'object' && 're' in value && 'im' in value) {
-    const complex = value as { re: unknown; im: unknown };
+    const complex = value;
     if (typeof complex.re === 'number' && typeof complex.im === 'number') return { re: complex.re, im: complex.im };
   }
   throw new ExpressionError('the expression does not evaluate to a number');

@@ -291,8 +291,8 @@ async function startEnvProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let printed = '';
-  child.stdout!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const started: EnvProcess = { child, url: '', output: () => printed, exited };
   envProcesses.push(started);
@@ -370,7 +370,7 @@ describe('shell environment process', { skip: unavailable }, () => {
       });
       t.after(() => collector.kill('SIGKILL'));
       let said = '';
-      collector.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
+      collector.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
       await eventually(() => said.includes('seeded'), {
         what: 'the collector seeded its sessions',
         timeoutMs: 60_000,

@@ -313,7 +313,7 @@ describe('workplace verifier', () => {
     assert.equal(ExpectedChangesSchema.safeParse([]).success, false);
     const bad = ExpectedChangesSchema.safeParse([{ kind: 'event_moved', event_id: 'ev_01' }]);
     assert.equal(bad.success, false);
-    assert.deepEqual(bad.error!.issues[0]!.path, [0, 'kind']);
+    assert.deepEqual(bad.error.issues[0]!.path, [0, 'kind']);
   });
 
   test('aggregate metrics: mean reward and partial credit per difficulty, rows without the fields ignored', () => {

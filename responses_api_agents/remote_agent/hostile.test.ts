@@ -162,7 +162,7 @@ function mutated(random: () => number): unknown {
   const valid = random() < 0.5 ? finalAnswer('done') : toolAsk(functionCall('get_counter_value', {}, 'c_0'));
   for (let edits = 1 + Math.floor(random() * 3); edits > 0; edits--) {
     // Objects and arrays alike are indexed by their keys here (an array's keys are '0', '1', …).
-    let holder = valid as unknown as Record<string, unknown>;
+    let holder = valid;
     for (let hops = Math.floor(random() * 4); hops > 0; hops--) {
       const keys = Object.keys(holder);
       const next = holder[keys[Math.floor(random() * keys.length)]!];

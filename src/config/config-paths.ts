@@ -30,7 +30,7 @@ interface IncludeNode extends LoadedConfigFile {
 /** Validate a `config_paths` value: absent/null → [], otherwise a list of strings. */
 export function readConfigPathsValue(value: unknown, where: string): string[] {
   if (value === undefined || value === null) return [];
-  if (Array.isArray(value) && value.every((entry) => typeof entry === 'string')) return value as string[];
+  if (Array.isArray(value) && value.every((entry) => typeof entry === 'string')) return value;
   throw new ConfigError(
     `'config_paths' must be a list of paths. Got: ${JSON.stringify(value)} (${where}). Pass each config with --config PATH, or as "+config_paths=[a.yaml,b.yaml]".`,
     'GYM_CONFIG_PATHS_MALFORMED',

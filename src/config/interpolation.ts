@@ -202,8 +202,8 @@ export class Interpolator {
   }
 
   private argument(text: string, path: Path, stack: readonly string[]): unknown {
-    if (text.length >= 2 && (text[0] === "'" || text[0] === '"') && text.endsWith(text[0]!)) {
-      const body = text.slice(1, -1).replace(new RegExp(`\\\\${text[0]}`, 'g'), text[0]!);
+    if (text.length >= 2 && (text[0] === "'" || text[0] === '"') && text.endsWith(text[0])) {
+      const body = text.slice(1, -1).replace(new RegExp(`\\\\${text[0]}`, 'g'), text[0]);
       return pythonString(this.resolveString(body, path, stack));
     }
     if (text.includes('${')) return this.resolveString(text, path, stack);

@@ -46,12 +46,12 @@ function fullUsage(): Usage {
 
 function failure<T>(result: Validation<T>): string {
   assert.equal(result.ok, false, 'expected the validation to fail');
-  return (result as { ok: false; message: string }).message;
+  return result.message;
 }
 
 function assertAcceptsSameObject<T>(result: Validation<T>, input: unknown): void {
   assert.equal(result.ok, true, result.ok ? '' : result.message);
-  assert.equal((result as { ok: true; value: T }).value, input, 'validation must hand back the caller object');
+  assert.equal(result.value, input, 'validation must hand back the caller object');
 }
 
 // --- Response: valid shapes ---------------------------------------------------------------------------

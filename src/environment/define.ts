@@ -194,7 +194,7 @@ export function defineEnvironment<
 function parametersOf(input: z.ZodType, where: string): { parameters: Record<string, unknown>; strict: boolean } {
   let schema: Record<string, unknown>;
   try {
-    schema = z.toJSONSchema(input, { io: 'input' }) as Record<string, unknown>;
+    schema = z.toJSONSchema(input, { io: 'input' });
   } catch (err) {
     throw new Error(`${where}: its input schema cannot be expressed as JSON Schema (${(err as Error).message})`, {
       cause: err,

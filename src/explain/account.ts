@@ -136,7 +136,7 @@ function outputsById(items: readonly unknown[]): Map<string, string> {
 
 function latencies(row: Row): number[] | undefined {
   const value = row[NG.stepLatencySecs];
-  return Array.isArray(value) && value.every((n) => typeof n === 'number') ? (value as number[]) : undefined;
+  return Array.isArray(value) && value.every((n) => typeof n === 'number') ? value : undefined;
 }
 
 function describeSteps(found: FoundRow, options: AccountOptions): string[] {

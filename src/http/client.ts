@@ -235,7 +235,7 @@ class Exchange {
     this.headersSeen = true;
     this.status = statusCode;
     const headers = parseHeaders(rawHeaders);
-    this.headers = headers as IncomingHttpHeaders;
+    this.headers = headers;
     this.setCookies = toList(headers['set-cookie']);
     const contentLength = headers['content-length'];
     const declared = typeof contentLength === 'string' ? Number(contentLength) : Number.NaN;
@@ -368,7 +368,7 @@ export function request(url: string, options: RequestOptions): Promise<HttpRespo
           headers,
           body: (body ?? null) as Dispatcher.DispatchOptions['body'],
         },
-        exchange as unknown as Dispatcher.DispatchHandler,
+        exchange,
       );
     } catch (err) {
       exchange.onError(err as Error);

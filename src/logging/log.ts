@@ -166,7 +166,7 @@ function wrapStream(stream: NodeJS.WriteStream, name: 'stdout' | 'stderr'): (lin
     if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
     return true;
   };
-  stream.write = write as typeof stream.write;
+  stream.write = write;
   // A last line without its newline is still written, as an event, when the process ends.
   process.once('exit', () => {
     if (pending.trim() !== '') emit(pending);

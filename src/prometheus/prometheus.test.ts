@@ -182,7 +182,7 @@ async function query(expr: string): Promise<Map<string, number>> {
 }
 
 test('the head server lists one target per process serving /metrics, with bounded labels', async () => {
-  const listed = (await (await fetch(`http://127.0.0.1:${ports.head}/scrape_targets`)).json()) as unknown;
+  const listed = await (await fetch(`http://127.0.0.1:${ports.head}/scrape_targets`)).json();
   assert.deepEqual(listed, [
     { targets: [`${ADVERTISED}:${ports.environment}`], labels: { server: PAIR, server_kind: 'resources+agent' } },
     { targets: [`${ADVERTISED}:${ports.second}`], labels: { server: 'counter_b', server_kind: 'resources' } },

@@ -6,7 +6,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { connectionOptions, type QueueAddress } from './protocol.js';
 
 export function connect(address: QueueAddress, name: string): Redis {
-  const client = new Redis({ ...(connectionOptions(address, name) as RedisOptions), enableAutoPipelining: true });
+  const client = new Redis({ ...connectionOptions(address, name), enableAutoPipelining: true });
   // Connection errors are reported through the owners' status lines; an unhandled 'error' must not crash.
   client.on('error', () => undefined);
   return client;

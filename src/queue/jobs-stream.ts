@@ -183,17 +183,7 @@ export async function reclaimStalled(
     }
   if (stale.length === 0) return { requeued: [], lost: [] };
   const reason = `its worker stopped ${MAX_DEATHS + 1} times while running it (killed, or its host lost)`;
-  const reply = (await client.eval(
-    RECLAIM,
-    2,
-    keys.jobs,
-    keys.results,
-    consumer,
-    idleMs,
-    MAX_DEATHS,
-    reason,
-    ...stale,
-  )) as unknown;
+  const reply = await client.eval(RECLAIM, 2, keys.jobs, keys.results, consumer, idleMs, MAX_DEATHS, reason, ...stale);
   const [requeued, lost] = Array.isArray(reply) ? (reply as unknown[]) : [];
   const ids = (list: unknown): string[] => (Array.isArray(list) ? list.map((value) => String(value)) : []);
   return { requeued: ids(requeued), lost: ids(lost) };

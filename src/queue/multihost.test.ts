@@ -129,8 +129,8 @@ function inHost(ns: string, command: string[], cwd: string): Proc {
     text += chunk.toString();
     for (const line of chunk.toString().split('\n')) if (line) lines.push({ at: Date.now(), text: line });
   };
-  child.stdout!.on('data', take);
-  child.stderr!.on('data', take);
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
   const done = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, out: () => text, lines, done };
 }

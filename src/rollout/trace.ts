@@ -58,7 +58,7 @@ export class RolloutTrace {
       const keys: RolloutKeys = {
         task_index: attributes['gym.task_index'] as number | undefined,
         rollout_index: attributes['gym.rollout_index'] as number | undefined,
-        attempt: attributes['gym.attempt'] as number,
+        attempt: attributes['gym.attempt'],
       };
       this.logged = { keys, baggage: rolloutBaggage(keys), agent: names.agent, startedAt: performance.now() };
     }

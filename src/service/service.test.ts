@@ -199,12 +199,12 @@ describe('agent-service kit', () => {
     assert.equal(res.status, 500);
     assert.equal((res.json() as Body).detail, 'decide() failed: model backend unreachable');
 
-    decide = (async () => ({ toolCalls: [] })) as Decide;
+    decide = async () => ({ toolCalls: [] });
     res = await post(service.url, TASK);
     assert.equal(res.status, 500);
     assert.match((res.json() as Body).detail, /toolCalls that is not a non-empty list/);
 
-    decide = (() => ({ toolCalls: [{ name: 'get_counter_value' }], final: 'x' })) as unknown as Decide;
+    decide = () => ({ toolCalls: [{ name: 'get_counter_value' }], final: 'x' });
     res = await post(service.url, TASK);
     assert.match((res.json() as Body).detail, /both toolCalls and final/);
 

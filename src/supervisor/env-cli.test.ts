@@ -89,18 +89,18 @@ describe('gym env start / status / stop', () => {
           }, timeoutMs);
           const finish = (): void => {
             clearTimeout(timer);
-            child.stdout!.off('data', onData);
+            child.stdout.off('data', onData);
             child.off('close', onExit);
           };
           const onData = (): void => void setImmediate(check);
-          child.stdout!.on('data', onData);
+          child.stdout.on('data', onData);
           child.once('close', onExit);
           check();
         });
       },
     };
-    child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString('utf8')));
+    child.stdout.on('data', (chunk: Buffer) => (run.stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (run.stderr += chunk.toString('utf8')));
     spawned.push(run);
     return run;
   }

@@ -139,7 +139,7 @@ export class ServerProcess {
     let pending = '';
     try {
       for await (const chunk of stream) {
-        pending += decoder.write(chunk as Buffer);
+        pending += decoder.write(chunk);
         let newline = pending.indexOf('\n');
         while (newline >= 0) {
           this.line(pending.slice(0, newline).replace(/\r$/, ''), name);

@@ -92,7 +92,7 @@ export function lineChart(id: string, title: string, xLabel: string, series: rea
     if (s.points.length === 1)
       svg += `<circle cx="${num(x(s.points[0]![0]))}" cy="${num(y(s.points[0]![1]))}" r="3" fill="${color}"/>`;
   });
-  const legend = html`<div class="legend">${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]!}"></i>${s.name}</span>`)}</div>`;
+  const legend = html`<div class="legend">${series.map((s, i) => html`<span><i style="background:${COLORS[i % COLORS.length]}"></i>${s.name}</span>`)}</div>`;
   return frame(id, title, svg, xLabel, legend);
 }
 

@@ -31,7 +31,7 @@ function render(value: HtmlValue): string {
 /** Tagged template: `html\`<td>${text}</td>\`` escapes `text`; nested `html` fragments pass through. */
 export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): SafeHtml {
   let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += render(values[i] as HtmlValue) + strings[i + 1]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1]!;
   return new SafeHtml(out);
 }
 

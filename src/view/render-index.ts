@@ -175,7 +175,7 @@ const keyAttr = (task: unknown, rollout: unknown, attempt: number): string =>
 /** The part of the index page /assets/live.js replaces every second: totals, in-flight table, last rows landed. */
 export function liveSection(index: RolloutIndex, status: RunStatus | undefined): SafeHtml {
   const totals = status?.totals ?? {};
-  const n = (key: string): number => (typeof totals[key] === 'number' ? (totals[key] as number) : 0);
+  const n = (key: string): number => (typeof totals[key] === 'number' ? totals[key] : 0);
   const eta = typeof totals.eta_s === 'number' ? seconds(totals.eta_s) : '?';
   const state = status ? status.state : 'no-status';
   const stateLine = status

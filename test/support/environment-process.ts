@@ -45,8 +45,8 @@ export async function startEnvironmentProcess(
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, url: `http://127.0.0.1:${port}`, dir, exited, output: () => ({ stdout, stderr }) };
 }

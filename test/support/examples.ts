@@ -58,8 +58,8 @@ export function spawnService(
         resolve({ url: match[1]!, child, output, close });
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('error', (err) => {
       clearTimeout(timer);
       reject(err);

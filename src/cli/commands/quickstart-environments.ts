@@ -119,7 +119,7 @@ async function startExampleService(
       `the example service ${file} has no ${exportName}(): the install is incomplete; reinstall tsgym.`,
     );
   }
-  return (await (start as (options?: unknown) => Promise<QuickstartService>)(options)) as QuickstartService;
+  return await (start as (options?: unknown) => Promise<QuickstartService>)(options);
 }
 
 /** Environments whose quickstart runs a deterministic solver refuse a model brain rather than ignore it. */
