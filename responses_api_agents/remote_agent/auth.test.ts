@@ -1,5 +1,5 @@
 /**
- * Credentials and TLS on the service hop (decision D21, issue 16): `agent_api_key_env`, `agent_headers` and
+ * Credentials and TLS on the service hop (decision D21): `agent_api_key_env`, `agent_headers` and
  * `agent_ca_file`, through a real agent, a real scripted service (plain and https with a CA made by openssl here)
  * and the recording environment. The secret values never show up in a row, whatever the service echoes.
  */

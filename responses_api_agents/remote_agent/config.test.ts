@@ -23,7 +23,7 @@ function configError(fn: () => unknown): ConfigError {
 }
 
 describe('A. configuration and URL validation', () => {
-  test('case 1: defaults — concurrency 32, per-call 1800 s, run 2100 s, max_steps unset, 64 MiB bodies', () => {
+  test('defaults — concurrency 32, per-call 1800 s, run 2100 s, max_steps unset, 64 MiB bodies', () => {
     const config = parse({});
     assert.equal(config.concurrency, 32);
     assert.equal(config.remoteResponsesTimeoutSecs, 1800);
@@ -34,7 +34,7 @@ describe('A. configuration and URL validation', () => {
     assert.deepEqual(config.warnings, []);
   });
 
-  test('case 1: the limiter admits exactly `concurrency` rollouts (7 → 7)', async () => {
+  test('the limiter admits exactly `concurrency` rollouts (7 → 7)', async () => {
     const agent = createRemoteAgent({
       config: parse({ concurrency: 7 }),
       resourcesServer: { name: 'counter_env', url: 'http://127.0.0.1:1' },
@@ -56,13 +56,13 @@ describe('A. configuration and URL validation', () => {
     assert.equal(agent.limiter.available, 7);
   });
 
-  test('case 2: trailing slashes and surrounding whitespace are stripped', () => {
+  test('trailing slashes and surrounding whitespace are stripped', () => {
     assert.equal(normalizeAgentBaseUrl('http://localhost:9000/', 'k'), 'http://localhost:9000');
     assert.equal(normalizeAgentBaseUrl('  http://localhost:9000///  ', 'k'), 'http://localhost:9000');
     assert.equal(normalizeAgentBaseUrl('\thttps://host.example\n', 'k'), 'https://host.example');
   });
 
-  test('case 5: a path prefix is kept', () => {
+  test('a path prefix is kept', () => {
     assert.equal(normalizeAgentBaseUrl('https://host/base', 'k'), 'https://host/base');
     assert.equal(normalizeAgentBaseUrl('https://host/base/', 'k'), 'https://host/base');
   });
@@ -80,14 +80,14 @@ describe('A. configuration and URL validation', () => {
     ['non-numeric port', 'http://h:abc', /not a valid URL/],
   ];
   for (const [label, url, reason] of rejected) {
-    test(`case 3: rejected at config load — ${label}`, () => {
+    test(`rejected at config load — ${label}`, () => {
       const err = configError(() => parse({ agent_base_url: url }));
       assert.match(err.message, reason);
       assert.match(err.message, /my_agent\.responses_api_agents\.remote_agent\.agent_base_url/);
     });
   }
 
-  test('case 4 / D16: the error never echoes the URL or its secret (credentials, user-only, query token)', () => {
+  test('D16: the error never echoes the URL or its secret (credentials, user-only, query token)', () => {
     for (const url of ['http://user:s3cr3t-value@h:1', 'http://s3cr3t-value@h:1', 'http://h:1/?token=s3cr3t-value']) {
       const err = configError(() => parse({ agent_base_url: url }));
       assert.doesNotMatch(err.message, /s3cr3t-value/);

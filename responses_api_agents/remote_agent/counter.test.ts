@@ -15,7 +15,7 @@ import type { Row } from '../../src/runfiles/row.js';
 import { normalizeInput } from '../../src/service/index.js';
 import { listenEnv, startHarness, typesOf, type RunResult } from '../../test/support/remote-agent.js';
 
-/** Case 73: the in-repo counter environment end to end, the way the quickstart runs it. */
+/** the in-repo counter environment end to end, the way the quickstart runs it. */
 
 const DATASET = fileURLToPath(
   new URL('../../../resources_servers/example_session_state_mgmt/data/example.jsonl', import.meta.url),
@@ -23,7 +23,7 @@ const DATASET = fileURLToPath(
 const rows: Row[] = readFileSync(DATASET, 'utf8')
   .split('\n')
   .filter((line) => line.trim() !== '')
-  .map((line) => JSON.parse(line));
+  .map((line) => JSON.parse(line) as Row);
 
 /** "add 1 then add 2 then get the count" → [1, 2], read from the task message the service receives. */
 function addendsOf(call: ServiceCall): number[] {
@@ -33,8 +33,9 @@ function addendsOf(call: ServiceCall): number[] {
 
 /** The count the environment last reported, read from Gym's tool outputs in the conversation. */
 function reportedCount(call: ServiceCall): number | undefined {
-  const outputs = toolOutputsIn(call.body.input).map((o) => JSON.parse(o.output));
-  return outputs.reverse().find((o) => typeof o.count === 'number')?.count;
+  const outputs = toolOutputsIn(call.body.input).map((o) => JSON.parse(o.output) as { count?: unknown });
+  const count = outputs.reverse().find((o) => typeof o.count === 'number')?.count;
+  return count as number | undefined;
 }
 
 /** Asks for both increments in one response, then the count, then answers with it. */
@@ -89,7 +90,7 @@ function assertAllSolved(results: RunResult[]): void {
 }
 
 describe('Q. counter environment end to end', () => {
-  test('case 73: batched asks (both increments in one response) → 5/5, mean reward 1.0, 3 calls per rollout', async () => {
+  test('batched asks (both increments in one response) → 5/5, mean reward 1.0, 3 calls per rollout', async () => {
     const { results, calls, logs } = await runDataset(batchedService);
     assertAllSolved(results);
     assert.equal(calls, 15);
@@ -110,13 +111,13 @@ describe('Q. counter environment end to end', () => {
     );
   });
 
-  test('case 73: incremental asks (one per response) → 5/5, 4 calls per rollout', async () => {
+  test('incremental asks (one per response) → 5/5, 4 calls per rollout', async () => {
     const { results, calls } = await runDataset(incrementalService);
     assertAllSolved(results);
     assert.equal(calls, 20);
   });
 
-  test('case 73: a wrong answer path scores 0 through the real verifier (the reward comes from the session)', async () => {
+  test('a wrong answer path scores 0 through the real verifier (the reward comes from the session)', async () => {
     const skipSecondIncrement: ServiceHandler = (call) => {
       const turn = toolOutputsIn(call.body.input).length;
       if (turn === 0) return toolAsk(functionCall('increment_counter', { count: addendsOf(call)[0] }, 'only'));
@@ -129,7 +130,7 @@ describe('Q. counter environment end to end', () => {
     }
   });
 
-  test('case 73 → 49/50: missing initial_count fails the seed (422); missing expected_count fails verify (422)', async () => {
+  test('missing initial_count fails the seed (422); missing expected_count fails verify (422)', async () => {
     const env = await listenEnv(createCounterServer('counter'), 'counter');
     const h = await startHarness({ service: batchedService, env });
     try {

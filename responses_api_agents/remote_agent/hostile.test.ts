@@ -37,7 +37,7 @@ const CONCURRENCY = 16;
 const CALL_TIMEOUT_SECS = 4;
 const RUN_TIMEOUT_SECS = 8;
 /**
- * Issue 9's goal, asserted (issue 22). Peaks were 193–261 MiB when the agent held a trajectory's items parsed and
+ * The agent's memory goal under a hostile service, asserted. Peaks were 193–261 MiB when the agent held a trajectory's items parsed and
  * encoded and its verify answer as text; with the items kept once (encoded only) and the answer passed on as its bytes,
  * 10 runs gave 174–215 MiB (the agent and the co-located environment together; the runs where a heavy kind met the
  * per-call deadline (then 2 s) on a loaded machine are the low ones). The regression this guards against — buffering a

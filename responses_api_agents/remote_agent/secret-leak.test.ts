@@ -1,5 +1,5 @@
 /**
- * Issue 16 end to end: the counter environment and the remote agent under a real `gym env start`, an https agent
+ * Credentials on the service hop (D21) end to end: the counter environment and the remote agent under a real `gym env start`, an https agent
  * service behind a private CA (made by openssl here) that wants a bearer token and an extra header, and a real
  * `gym eval run --no-serve`. One task's calls are refused with a 401 that echoes the credential. Then everything the
  * run wrote (output dir, logs dir) and everything it served (every head-server endpoint, `gym env status`,

@@ -25,7 +25,7 @@ import {
 } from '../../test/support/remote-agent.js';
 
 describe('B. what the service receives', () => {
-  test("case 6: the first request is the row's create-params exactly — no defaults, no answer key, no extras, no _ng_*", async () => {
+  test("the first request is the row's create-params exactly — no defaults, no answer key, no extras, no _ng_*", async () => {
     const h = await startHarness({ service: [finalAnswer('42')] });
     try {
       const row = {
@@ -50,7 +50,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 7: Gym sets only Content-Type: application/json and the W3C traceparent (D25) — no auth, no Gym headers, no env cookie', async () => {
+  test('Gym sets only Content-Type: application/json and the W3C traceparent (D25) — no auth, no Gym headers, no env cookie', async () => {
     const h = await startHarness({ service: [finalAnswer('42')] });
     try {
       await h.run(basicRow());
@@ -67,7 +67,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 8: later requests carry the whole conversation — input, the service items as sent, one output per call', async () => {
+  test('later requests carry the whole conversation — input, the service items as sent, one output per call', async () => {
     const call = functionCall('increment_counter', { count: 3 }, 'call_a');
     const h = await startHarness({ service: [toolAsk(call), finalAnswer('done')] });
     try {
@@ -89,7 +89,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 9: a string input becomes one user message', async () => {
+  test('a string input becomes one user message', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')] });
     try {
       const result = await h.run({ ...basicRow(), responses_create_params: { input: 'just a string' } });
@@ -100,7 +100,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test("case 10: the tool schemas the service sees are the row's tools, verbatim, on every step", async () => {
+  test("the tool schemas the service sees are the row's tools, verbatim, on every step", async () => {
     const h = await startHarness({ service: [toolAsk(functionCall('get_counter_value')), finalAnswer('3')] });
     try {
       const row = basicRow();
@@ -111,7 +111,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 2: a trailing slash never produces a double slash on the wire', async () => {
+  test('a trailing slash never produces a double slash on the wire', async () => {
     const service = await startScriptedService([finalAnswer('ok')]);
     const h = await startHarness({ service, config: { agent_base_url: `  ${service.url}//  ` } });
     try {
@@ -122,7 +122,7 @@ describe('B. what the service receives', () => {
     }
   });
 
-  test('case 5: a path prefix is kept — the POST goes to <prefix>/v1/responses', async () => {
+  test('a path prefix is kept — the POST goes to <prefix>/v1/responses', async () => {
     const service = await startScriptedService([finalAnswer('ok')]);
     const h = await startHarness({ service, config: { agent_base_url: `${service.url}/base/` } });
     try {
@@ -168,7 +168,7 @@ describe('B. what the service receives', () => {
 });
 
 describe('E. cookies and secrecy', () => {
-  test('case 28: service cookies round-trip — none on step 1, accumulated and overwritten later, names and values only', async () => {
+  test('service cookies round-trip — none on step 1, accumulated and overwritten later, names and values only', async () => {
     const h = await startHarness({
       service: [
         reply.json(toolAsk(functionCall('get_counter_value')), {
@@ -188,7 +188,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test('case 29: resources-server cookies (seed session, tool-set cookie) never reach the service', async () => {
+  test('resources-server cookies (seed session, tool-set cookie) never reach the service', async () => {
     const h = await startHarness({
       service: [
         reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), { setCookies: ['svc_session=svc1'] }),
@@ -209,7 +209,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test('case 30 / U6: service cookies never reach tools or verify, even when both peers use the same cookie name', async () => {
+  test('U6: service cookies never reach tools or verify, even when both peers use the same cookie name', async () => {
     const h = await startHarness({
       service: [
         reply.json(toolAsk(functionCall('increment_counter', { count: 1 })), {
@@ -233,7 +233,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test("case 31 / U5: concurrent rollouts never see each other's cookies; a re-run of the same task starts clean", async () => {
+  test("U5: concurrent rollouts never see each other's cookies; a re-run of the same task starts clean", async () => {
     const h = await startHarness({
       service: (call) => {
         const who = normalizeInput(call.body.input)[0]!.content as string;
@@ -257,7 +257,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test('case 32: the answer key goes to seed and verify only, never to the service', async () => {
+  test('the answer key goes to seed and verify only, never to the service', async () => {
     const h = await startHarness({ service: [finalAnswer('42')] });
     try {
       await h.run(basicRow());
@@ -269,7 +269,7 @@ describe('E. cookies and secrecy', () => {
     }
   });
 
-  test('case 33: the seeded session reaches tools and verify; verify gets the trajectory plus the row', async () => {
+  test('the seeded session reaches tools and verify; verify gets the trajectory plus the row', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('increment_counter', { count: 2 })), finalAnswer('done', { id: 'traj_1' })],
       env: { setCookies: { '/seed_session': ['session=s1'] } },
@@ -350,7 +350,7 @@ describe('E. cookies and secrecy', () => {
 });
 
 describe('P. proxy environment variables', () => {
-  test('case 72 / D16: HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are ignored — the service is called directly', async () => {
+  test('D16: HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are ignored — the service is called directly', async () => {
     let proxied = 0;
     const proxy = http.createServer((_req, res) => {
       proxied++;

@@ -8,7 +8,7 @@
  *
  * The collector itself only knows which jobs it handed to the queue and which results came back: everything in
  * between comes from a `StageSource`. The default source polls each agent's `GET /status` once a second (the remote
- * agent keeps a registry of its in-flight rollouts, see responses_api_agents/remote_agent/status.ts), so a rollout's
+ * agent keeps a registry of its in-flight rollouts, see src/rollout/status.ts), so a rollout's
  * hot path pays for nothing but a map insert and delete here. A distributed queue backend feeds the same board by
  * passing its own `StageSource` (e.g. one that reads what its workers publish, or that reports `queued` for jobs no
  * worker has claimed yet) through `CollectOptions.stageSource`; a job no source reports on is shown as `queued`.

@@ -69,7 +69,8 @@ export async function withRunBudget<T>(
   if (callerSignal?.aborted) onCallerGone();
 
   const stopped = new Promise<never>((_, reject) => {
-    const fail = (): void => reject(controller.signal.reason);
+    // The reason is always one of the two errors above, never anything else.
+    const fail = (): void => reject(controller.signal.reason as RunTimeoutError | CallerGoneError);
     if (controller.signal.aborted) fail();
     else controller.signal.addEventListener('abort', fail, { once: true });
   });

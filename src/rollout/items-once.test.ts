@@ -1,5 +1,5 @@
 /**
- * Items kept once (issue 22, item 2): a trajectory holds its items only encoded, and the `/verify` answer's bytes
+ * Items kept once (bench/README.md, "items kept once"): a trajectory holds its items only encoded, and the `/verify` answer's bytes
  * become the `/run` reply without being decoded and encoded again — over HTTP and over the in-process transport of a
  * co-located environment (D23) alike.
  */

@@ -1,6 +1,6 @@
 /**
  * The remote agent's log lines. Quality warnings and failure lines repeat once per rollout, so each kind is
- * throttled the way the reference throttles them (case 70): occurrences 1–5 are printed, then every 100th, and
+ * throttled the way the reference throttles them: occurrences 1–5 are printed, then every 100th, and
  * the printed line carries the running count so a reader knows how many were skipped.
  */
 

@@ -21,7 +21,7 @@ import { basicRow, listenEnv, startHarness, typesOf, type EnvRequest } from '../
 const inc = (count: number, id?: string) => functionCall('increment_counter', { count }, id);
 
 describe('C. loop semantics', () => {
-  test('case 12: a final message ends the loop — one service call, then verify; order seed → loop → verify', async () => {
+  test('a final message ends the loop — one service call, then verify; order seed → loop → verify', async () => {
     const h = await startHarness({ service: [finalAnswer('42')] });
     try {
       const result = await h.run(basicRow());
@@ -37,7 +37,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 13: an unpaired call is executed once with the parsed arguments, on the session, and the service is called again', async () => {
+  test('an unpaired call is executed once with the parsed arguments, on the session, and the service is called again', async () => {
     const h = await startHarness({ service: [toolAsk(inc(3, 'c1')), finalAnswer('done')] });
     try {
       await h.run(basicRow());
@@ -50,7 +50,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 14: paired call+output records pass through untouched; only the unpaired call runs', async () => {
+  test('paired call+output records pass through untouched; only the unpaired call runs', async () => {
     const own = functionCall('web_search', { q: 'x' }, 'call_a');
     const ownOutput = functionCallOutput('call_a', 'search results');
     const h = await startHarness({ service: [responseObject([own, ownOutput, inc(1, 'call_b')]), finalAnswer('ok')] });
@@ -72,7 +72,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 15: pairing is position-insensitive within a response — [call X, output X, call X] executes nothing', () => {
+  test('pairing is position-insensitive within a response — [call X, output X, call X] executes nothing', () => {
     const plan = planStep([inc(1, 'X'), functionCallOutput('X', 'mine'), inc(2, 'X'), assistantMessage('done')]);
     assert.deepEqual(plan.asks, []);
     assert.equal(plan.hasAssistantMessage, true);
@@ -80,7 +80,7 @@ describe('C. loop semantics', () => {
     assert.deepEqual(outputFirst.asks, []);
   });
 
-  test('case 16: duplicate call_ids collapse to the last arguments, keeping the first position', async () => {
+  test('duplicate call_ids collapse to the last arguments, keeping the first position', async () => {
     const h = await startHarness({
       service: [
         toolAsk(inc(1, 'dup'), functionCall('get_counter_value', {}, 'other'), inc(3, 'dup')),
@@ -111,7 +111,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 17 / U32: several asks run sequentially in order of first appearance, outputs after the step items, one re-post', async () => {
+  test('U32: several asks run sequentially in order of first appearance, outputs after the step items, one re-post', async () => {
     const h = await startHarness({
       service: [toolAsk(inc(1, 'a'), inc(2, 'b'), functionCall('get_counter_value', {}, 'c')), finalAnswer('6')],
     });
@@ -133,7 +133,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 18: mixed outputs — reasoning, messages and paired records are kept and echoed; only unpaired calls run', async () => {
+  test('mixed outputs — reasoning, messages and paired records are kept and echoed; only unpaired calls run', async () => {
     const items = [
       reasoningItem('let me think'),
       assistantMessage('working on it'),
@@ -153,7 +153,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test('case 19 / U10: a message does not end the loop while asks remain — the call runs and the service is called again', async () => {
+  test('U10: a message does not end the loop while asks remain — the call runs and the service is called again', async () => {
     const h = await startHarness({
       service: [responseObject([assistantMessage('partial answer'), inc(1)]), finalAnswer('ok')],
     });
@@ -172,7 +172,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test("case 20 / U11: incomplete_details stops before running that response's asks; verify sees it and keeps incomplete_details", async () => {
+  test("U11: incomplete_details stops before running that response's asks; verify sees it and keeps incomplete_details", async () => {
     const truncated = responseObject([inc(1, 'dangling')], {
       status: 'incomplete',
       incomplete_details: { reason: 'max_output_tokens' },
@@ -194,7 +194,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test("case 21: max_steps bounds the loop without failing; the last step's tools still run", async () => {
+  test("max_steps bounds the loop without failing; the last step's tools still run", async () => {
     const h = await startHarness({ service: () => toolAsk(inc(1)), config: { max_steps: 2 } });
     try {
       const result = await h.run(basicRow());
@@ -208,7 +208,7 @@ describe('C. loop semantics', () => {
     }
   });
 
-  test("case 22: the final response is the last response with every step's items + tool outputs and summed usage", async () => {
+  test("the final response is the last response with every step's items + tool outputs and summed usage", async () => {
     const h = await startHarness({
       service: [
         toolAsk(inc(1, 'a')),
@@ -317,7 +317,7 @@ describe('C. loop semantics', () => {
 });
 
 describe('D. tool execution', () => {
-  test('case 24: an unknown tool name goes to the resources server and its 404 Not Found text comes back', async () => {
+  test('an unknown tool name goes to the resources server and its 404 Not Found text comes back', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('web_search', { q: 'x' }, 'w')), finalAnswer('ok')],
     });
@@ -332,7 +332,7 @@ describe('D. tool execution', () => {
     }
   });
 
-  test('case 25: malformed JSON arguments → an error output naming the decoder error, no tool call, rollout continues', async () => {
+  test('malformed JSON arguments → an error output naming the decoder error, no tool call, rollout continues', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('increment_counter', 'not json', 'bad')), finalAnswer('ok')],
     });
@@ -341,7 +341,7 @@ describe('D. tool execution', () => {
       assert.equal(result.reward, 1.0);
       assert.equal(h.env.to('/increment_counter').length, 0);
       const [output] = toolOutputsIn(h.service.calls[1]!.body.input);
-      const parsed = JSON.parse(output!.output);
+      const parsed = JSON.parse(output!.output) as { error: string };
       assert.match(parsed.error, /^Invalid tool call arguments: SyntaxError/);
     } finally {
       await h.close();
@@ -363,7 +363,7 @@ describe('D. tool execution', () => {
         await h.run(basicRow());
         assert.equal(h.env.to('/increment_counter').length, 0);
         const [output] = toolOutputsIn(h.service.calls[1]!.body.input);
-        const parsed = JSON.parse(output!.output);
+        const parsed = JSON.parse(output!.output) as { error: string };
         assert.match(parsed.error, /^Invalid tool call arguments: /);
         assert.match(parsed.error, reason);
       } finally {
@@ -372,7 +372,7 @@ describe('D. tool execution', () => {
     });
   }
 
-  test('case 26: tool results are the body text verbatim, whatever the status (422 for a wrong argument type)', async () => {
+  test('tool results are the body text verbatim, whatever the status (422 for a wrong argument type)', async () => {
     const h = await startHarness({
       service: [toolAsk(inc(1, 'ok'), functionCall('increment_counter', { count: 'two' }, 'bad')), finalAnswer('ok')],
     });
@@ -386,7 +386,7 @@ describe('D. tool execution', () => {
     }
   });
 
-  test('case 27: tools run on the seeded session — initial 3, +1, +2, get → the service is fed "count":6', async () => {
+  test('tools run on the seeded session — initial 3, +1, +2, get → the service is fed "count":6', async () => {
     const h = await startHarness({
       service: [toolAsk(inc(1)), toolAsk(inc(2)), toolAsk(functionCall('get_counter_value')), finalAnswer('6')],
     });
@@ -425,7 +425,8 @@ describe('D. tool execution', () => {
       );
       const outputs = toolOutputsIn(h.service.calls[1]!.body.input);
       assert.equal(outputs.length, refusedNames.length);
-      for (const output of outputs) assert.match(JSON.parse(output.output).error, /is not available/);
+      for (const output of outputs)
+        assert.match((JSON.parse(output.output) as { error: string }).error, /is not available/);
     } finally {
       await h.close();
     }
@@ -494,7 +495,7 @@ describe('D. tool execution', () => {
 });
 
 describe('F. usage', () => {
-  test('case 34: usage accumulates across steps; a null detail makes the sum null; steps without usage are skipped', async () => {
+  test('usage accumulates across steps; a null detail makes the sum null; steps without usage are skipped', async () => {
     const h = await startHarness({
       service: [
         responseObject([inc(1)], { usage: fullUsage(10, 5, { cached: 2, reasoning: 1 }) }),
@@ -516,7 +517,7 @@ describe('F. usage', () => {
     }
   });
 
-  test('case 35: omitted usage → success with usage null and a "no usage" warning; a clean trajectory prints no WARNING', async () => {
+  test('omitted usage → success with usage null and a "no usage" warning; a clean trajectory prints no WARNING', async () => {
     const h = await startHarness({
       service: [responseObject([assistantMessage('ok')], { usage: undefined }), finalAnswer('ok')],
     });
@@ -550,7 +551,7 @@ describe('F. usage', () => {
     }
   });
 
-  test('case 36: partial usage is an invalid Responses object → terminal', async () => {
+  test('partial usage is an invalid Responses object → terminal', async () => {
     const h = await startHarness({
       service: [finalAnswer('ok', { usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } })],
     });

@@ -1,10 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { USAGE_FILLED_KEY } from '../contract/echo-fill.js';
-import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import {
   isAssistantMessage,
   normalizeInput,
-  placeholderResponse,
   validateCreateParams,
   type CreateParams,
   type ResponseObject,
@@ -12,8 +9,8 @@ import {
 import { describeError, isGymError, RetryableRolloutError, TerminalRolloutError, type GymError } from '../errors.js';
 import { CookieJar } from '../http/cookies.js';
 import { RESULT_KEYS } from '../runfiles/result-keys.js';
-import type { Row } from '../runfiles/row.js';
-import { TRACE_ID_KEY } from '../runfiles/trace-context.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { failureRow, type FailureRow, type Row } from '../runfiles/row.js';
 import type { FifoSemaphore } from '../server/agent-server.js';
 import { rolloutTracer } from '../tracing/spans.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
@@ -117,11 +114,11 @@ export async function runRollout(
     return verified;
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
-    const failure = failureRow(row, err, ctx, trajectory, clock);
-    failure[TRACE_ID_KEY] = trace.traceId;
+    const failure = rolloutFailureRow(row, err, ctx, trajectory, clock);
+    failure[NG.traceId] = trace.traceId;
     trace.finish({
       failureClass: FAILURE_CLASS,
-      terminal: failure._ng_failure_terminal === true,
+      terminal: failure[NG.failureTerminal] === true,
       reward: 0,
       error: isGymError(err) ? err.code : 'unexpected error',
     });
@@ -133,7 +130,7 @@ export async function runRollout(
 
 /** The terminal failure row for a `/run` body that is not a row at all. */
 export function rejectRunBody(reason: string, ctx: RolloutContext): Row {
-  return failureRow({}, terminal('REMOTE_AGENT_BAD_ROW', reason), ctx);
+  return rolloutFailureRow({}, terminal('REMOTE_AGENT_BAD_ROW', reason), ctx);
 }
 
 async function seedLoopVerify(
@@ -171,8 +168,8 @@ async function seedLoopVerify(
   // The verify response is the row (C4): the dataset row is not merged back in. The latencies ride along only for
   // a collector that asked and strips them before writing the row. The usage mark is the agent's stamp on a row
   // whose token counts are partly Gym's zeros (D24); it exists only where the user opted in to the filling.
-  const marked = trajectory.usageFilled ? verified.withField(USAGE_FILLED_KEY, true) : verified;
-  return stepLatency ? marked.withField(STEP_LATENCY_KEY, trajectory.stepLatenciesSecs()) : marked;
+  const marked = trajectory.usageFilled ? verified.withField(NG.usageFilled, true) : verified;
+  return stepLatency ? marked.withField(NG.stepLatencySecs, trajectory.stepLatenciesSecs()) : marked;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -331,24 +328,28 @@ async function stage<T>(prefix: string, work: Promise<T>): Promise<T> {
   }
 }
 
-function failureRow(row: Row, err: unknown, ctx: RolloutContext, trajectory?: Trajectory, clock?: RunClock): Row {
+/**
+ * The shared failure row (src/runfiles/row.ts) of a rollout that went wrong, with the evidence the engine holds: the
+ * partial trajectory, its step latencies and usage mark, and the rollout's timings. `row` has had its stale result
+ * keys stripped, so the builder keeps every key of it in place.
+ */
+function rolloutFailureRow(
+  row: Row,
+  err: unknown,
+  ctx: RolloutContext,
+  trajectory?: Trajectory,
+  clock?: RunClock,
+): FailureRow {
   const error = isGymError(err) ? err.message : `unexpected error: ${describeError(err)}`;
-  const result: Row = {
-    ...row,
-    reward: 0.0,
-    response: placeholderResponse(),
-    error,
-    _ng_failure_class: FAILURE_CLASS,
-  };
-  if (isGymError(err) && err.errorClass === 'terminal') result._ng_failure_terminal = true;
+  const result = failureRow(row, FAILURE_CLASS, error, isGymError(err) && err.errorClass === 'terminal');
   if (trajectory && !trajectory.isEmpty) {
-    result._ng_partial_response = trajectory.toResponse();
-    result[STEP_LATENCY_KEY] = trajectory.stepLatenciesSecs();
-    if (trajectory.usageFilled) result[USAGE_FILLED_KEY] = true;
+    result[NG.partialResponse] = trajectory.toResponse();
+    result[NG.stepLatencySecs] = trajectory.stepLatenciesSecs();
+    if (trajectory.usageFilled) result[NG.usageFilled] = true;
   }
   if (clock?.admittedAt !== undefined) {
-    result._ng_queue_wait_secs = seconds(clock.admittedAt - clock.queuedAt);
-    result._ng_rollout_duration_secs = seconds(performance.now() - clock.admittedAt);
+    result[NG.queueWaitSecs] = seconds(clock.admittedAt - clock.queuedAt);
+    result[NG.rolloutDurationSecs] = seconds(performance.now() - clock.admittedAt);
   }
   ctx.log.rolloutFailed(error);
   return result;

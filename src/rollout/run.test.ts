@@ -33,7 +33,7 @@ const STALE = {
 };
 
 describe('I. Gym-side failures', () => {
-  test('case 49: seed fails → failure row naming /seed_session, the service is never called, no verify', async () => {
+  test('seed fails → failure row naming /seed_session, the service is never called, no verify', async () => {
     const h = await startHarness({
       service: [finalAnswer('never')],
       env: {
@@ -54,7 +54,7 @@ describe('I. Gym-side failures', () => {
     }
   });
 
-  test('case 50: verify fails → non-terminal failure row naming /verify, reward 0.0, the full trajectory kept as evidence', async () => {
+  test('verify fails → non-terminal failure row naming /verify, reward 0.0, the full trajectory kept as evidence', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('increment_counter', { count: 1 })), finalAnswer('done')],
       env: {
@@ -95,7 +95,7 @@ describe('I. Gym-side failures', () => {
     }
   });
 
-  test('case 51: verify extras pass through unchanged', async () => {
+  test('verify extras pass through unchanged', async () => {
     const h = await startHarness({
       service: [finalAnswer('ok')],
       env: { verify: () => ({ reward: 0.5, grading_notes: 'half right' }) },
@@ -139,11 +139,11 @@ describe('I. Gym-side failures', () => {
     }
   });
 
-  test('case 52: an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
+  test('an unexpected internal error becomes "unexpected error: …", never an exception out of /run', async () => {
     const env = await startRecordingEnv();
     class BuggyResourcesClient extends ResourcesClient {
-      override async verify(): Promise<never> {
-        throw new TypeError('internal bug');
+      override verify(): Promise<never> {
+        return Promise.reject(new TypeError('internal bug'));
       }
     }
     const h = await startHarness({
@@ -161,7 +161,7 @@ describe('I. Gym-side failures', () => {
     }
   });
 
-  test('case 53: skills_ref is ignored with a warning; the rollout proceeds and the service never gets it', async () => {
+  test('skills_ref is ignored with a warning; the rollout proceeds and the service never gets it', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')] });
     try {
       const result = await h.run(basicRow('q', { skills_ref: { name: 'some_skills' } }));
@@ -230,7 +230,7 @@ describe('I. Gym-side failures', () => {
 });
 
 describe('J. timeouts and concurrency', () => {
-  test('case 54 / D13: the whole-run timeout fails the row at once and aborts the in-flight service call', async () => {
+  test('D13: the whole-run timeout fails the row at once and aborts the in-flight service call', async () => {
     // 2 s: the seed is long done and the service call open when the deadline fires, however busy the machine.
     const h = await startHarness({ service: () => reply.hang(), config: { run_timeout_secs: 2 } });
     try {
@@ -254,7 +254,7 @@ describe('J. timeouts and concurrency', () => {
     }
   });
 
-  test('case 55: concurrency 2 with 4 rollouts — never more than 2 at the service, all fail, every slot freed', async () => {
+  test('concurrency 2 with 4 rollouts — never more than 2 at the service, all fail, every slot freed', async () => {
     const gate = gates();
     const h = await startHarness({
       service: async (call) => {
@@ -296,7 +296,7 @@ describe('J. timeouts and concurrency', () => {
     }
   });
 
-  test('case 56: queue wait does not count against run_timeout_secs', async () => {
+  test('queue wait does not count against run_timeout_secs', async () => {
     // A holds the only slot until B has queued behind it for HOLD_MS; B's own service call then takes HOLD_MS too.
     // Each rollout's own time is HOLD_MS plus milliseconds of work, 1.5 s inside the 4 s run timeout; B's time from its
     // arrival is at least 2 × HOLD_MS, past it (both stalls are lower bounds: a busy machine only lengthens them).
@@ -357,7 +357,7 @@ describe('J. timeouts and concurrency', () => {
 });
 
 describe('K. re-fed output rows', () => {
-  test('case 57: stale result keys are stripped on success and never sent to seed or verify', async () => {
+  test('stale result keys are stripped on success and never sent to seed or verify', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')] });
     try {
       const result = await h.run({ ...basicRow(), ...STALE });
@@ -391,7 +391,7 @@ describe('K. re-fed output rows', () => {
     }
   });
 
-  test('case 58: stale keys on the failure path — a fresh failure row, still HTTP 200', async () => {
+  test('stale keys on the failure path — a fresh failure row, still HTTP 200', async () => {
     const h = await startHarness({ service: [reply.status(500, 'remote exploded')] });
     try {
       const res = await h.post<RunResult>('/run', { ...basicRow(), ...STALE });
@@ -411,7 +411,7 @@ describe('K. re-fed output rows', () => {
 });
 
 describe('L. HTTP routes', () => {
-  test('case 59: /run happy path → 200 with reward 1.0; GET / answers ok', async () => {
+  test('/run happy path → 200 with reward 1.0; GET / answers ok', async () => {
     const h = await startHarness({ service: [finalAnswer('ok')] });
     try {
       const res = await h.post<RunResult>('/run', basicRow());
@@ -425,7 +425,7 @@ describe('L. HTTP routes', () => {
     }
   });
 
-  test('case 60: a /run failure is still 200 with the failure row intact', async () => {
+  test('a /run failure is still 200 with the failure row intact', async () => {
     const h = await startHarness({ service: [reply.status(500, 'nope')] });
     try {
       const res = await h.post<RunResult>('/run', basicRow());
@@ -438,7 +438,7 @@ describe('L. HTTP routes', () => {
     }
   });
 
-  test("case 61: /v1/responses is live — the merged trajectory on the caller's environment session", async () => {
+  test("/v1/responses is live — the merged trajectory on the caller's environment session", async () => {
     const h = await startHarness({
       service: [
         reply.json(toolAsk(functionCall('increment_counter', { count: 2 }, 'c')), { setCookies: ['svc=secret'] }),
@@ -463,7 +463,7 @@ describe('L. HTTP routes', () => {
     }
   });
 
-  test('case 61: a failure on /v1/responses is HTTP 500 naming the error class; a terminal one says terminal', async () => {
+  test('a failure on /v1/responses is HTTP 500 naming the error class; a terminal one says terminal', async () => {
     const h = await startHarness({ service: [reply.status(500, 'kaboom'), { id: 'x', object: 'response' }] });
     try {
       const retryable = await h.post<AgentErrorBody>('/v1/responses', { input: 'go' });
@@ -483,7 +483,7 @@ describe('L. HTTP routes', () => {
 });
 
 describe('N. aggregate metrics proxy', () => {
-  test('case 68: /aggregate_metrics is forwarded unchanged to the resources server', async () => {
+  test('/aggregate_metrics is forwarded unchanged to the resources server', async () => {
     const h = await startHarness({ service: [] });
     try {
       const body = {
@@ -520,7 +520,7 @@ describe('N. aggregate metrics proxy', () => {
     }
   });
 
-  test('case 69: the proxy is bounded — a hanging resources server gives a 500 after the bound, not a hang', async () => {
+  test('the proxy is bounded — a hanging resources server gives a 500 after the bound, not a hang', async () => {
     const app = new App().post(
       '/aggregate_metrics',
       (req) => new Promise((resolve) => req.signal.addEventListener('abort', () => resolve({}))),
@@ -542,7 +542,7 @@ describe('N. aggregate metrics proxy', () => {
 });
 
 describe('O. logging', () => {
-  test('case 70: warnings are throttled — 10 usage-less rollouts print exactly 5 "no usage" lines', async () => {
+  test('warnings are throttled — 10 usage-less rollouts print exactly 5 "no usage" lines', async () => {
     const h = await startHarness({ service: () => finalAnswer('ok', { usage: undefined }) });
     try {
       for (let i = 0; i < 10; i++) await h.run(basicRow());
@@ -552,7 +552,7 @@ describe('O. logging', () => {
     }
   });
 
-  test('case 70: failure lines read "[remote_agent] rollout failed (failure #n): …", 1–5 then every 100th', async () => {
+  test('failure lines read "[remote_agent] rollout failed (failure #n): …", 1–5 then every 100th', () => {
     const lines: string[] = [];
     const log = new AgentLog((line) => lines.push(line));
     for (let i = 0; i < 250; i++) log.rolloutFailed(`boom ${i + 1}`);
@@ -563,7 +563,7 @@ describe('O. logging', () => {
     assert.equal(isThrottledOccurrencePrinted(101), false);
   });
 
-  test('case 70: a failed rollout prints its failure line through the agent', async () => {
+  test('a failed rollout prints its failure line through the agent', async () => {
     const h = await startHarness({ service: [reply.status(500, 'kaboom')] });
     try {
       await h.run(basicRow());

@@ -171,7 +171,7 @@ export class ServiceClient {
         const timedOut =
           `timed out after ${pyFloat(this.options.timeoutSecs)}s (remote_responses_timeout_secs; ` +
           'one call to the service took longer than the per-call bound)';
-        // A deadline that fires after the headers arrived is a body-read failure too (case 41).
+        // A deadline that fires after the headers arrived is a body-read failure too.
         const duringBody = (err as { phase?: string }).phase === 'body';
         return retryable('REMOTE_TIMEOUT', duringBody ? `reading the response body failed: ${timedOut}` : timedOut);
       }

@@ -13,6 +13,7 @@ import {
   type InFlightRollout,
   type Stage,
 } from '../runfiles/in-flight.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 
 /** One in-flight rollout, updated in place as it moves (never reallocated). */
@@ -52,7 +53,7 @@ export class RolloutRegistry {
 
   /** Registers a rollout of `row` (its `_ng_*` key); `end()` removes it. */
   begin(row: Row): RolloutProgress {
-    const progress = new RolloutProgress(row._ng_task_index ?? null, row._ng_rollout_index ?? null, attemptOf(row));
+    const progress = new RolloutProgress(row[NG.taskIndex] ?? null, row[NG.rolloutIndex] ?? null, attemptOf(row));
     this.live.add(progress);
     return progress;
   }

@@ -9,6 +9,7 @@ class, hop latencies, service status codes, overload retries.
  */
 import { performance } from 'node:perf_hooks';
 import { agentMetrics, observeHop, statusLabel } from '../prometheus/metrics.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { newSpanId, newTraceId, parseTraceparent } from '../runfiles/trace-context.js';
 import type { HopSpan, RolloutTracer, SpanAttributes } from '../tracing/types.js';
@@ -44,9 +45,12 @@ export class RolloutTrace {
     // A tracestate without a valid traceparent is dropped (W3C §3.3).
     this.tracestate = parent ? single(headers.tracestate) : undefined;
     const attributes: SpanAttributes = { 'gym.agent': names.agent, 'gym.environment': names.environment };
-    if (typeof row._ng_task_index === 'number') attributes['gym.task_index'] = row._ng_task_index;
-    if (typeof row._ng_rollout_index === 'number') attributes['gym.rollout_index'] = row._ng_rollout_index;
-    attributes['gym.attempt'] = typeof row._ng_attempt_index === 'number' ? row._ng_attempt_index : 0;
+    const task = row[NG.taskIndex];
+    const rollout = row[NG.rolloutIndex];
+    const attempt = row[NG.attemptIndex];
+    if (typeof task === 'number') attributes['gym.task_index'] = task;
+    if (typeof rollout === 'number') attributes['gym.rollout_index'] = rollout;
+    attributes['gym.attempt'] = typeof attempt === 'number' ? attempt : 0;
     this.rollout = tracer.start(
       'rollout',
       parent ?? { traceId: newTraceId(), spanId: newSpanId() },

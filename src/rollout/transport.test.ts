@@ -46,7 +46,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('G. transport failures on the service hop', () => {
-  test('case 37: connection refused → exactly 3 tries ~0.5 s apart, then "Is your service running at <url>?"', async () => {
+  test('connection refused → exactly 3 tries ~0.5 s apart, then "Is your service running at <url>?"', async () => {
     const port = await closedPort();
     const h = await startHarness({ service: [], config: { agent_base_url: `http://127.0.0.1:${port}/` } });
     try {
@@ -67,7 +67,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 38 / U21: a server disconnect before the reply is retried — 2 attempts, success (the service may see a step twice)', async () => {
+  test('U21: a server disconnect before the reply is retried — 2 attempts, success (the service may see a step twice)', async () => {
     const h = await startHarness({
       service: [reply.disconnect(), finalAnswer('ok')],
       agent: { connectRetryDelayMs: 10 },
@@ -82,7 +82,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 39: a per-call timeout is one attempt, no retry: "timed out after 2.0s (remote_responses_timeout_secs; …)"', async () => {
+  test('a per-call timeout is one attempt, no retry: "timed out after 2.0s (remote_responses_timeout_secs; …)"', async () => {
     // 2 s: the call has reached the service when its deadline fires, however busy the machine.
     const h = await startHarness({ service: () => reply.hang(), config: { remote_responses_timeout_secs: 2 } });
     try {
@@ -94,7 +94,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 40: any other request failure (a broken HTTP reply) fails fast after one attempt with its type', async () => {
+  test('any other request failure (a broken HTTP reply) fails fast after one attempt with its type', async () => {
     const h = await startHarness({ service: () => reply.socketBytes('this is not HTTP\r\n\r\n') });
     try {
       const result = await h.run(basicRow());
@@ -105,7 +105,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 41: the body dies mid-read after 200 headers → "reading the response body failed"', async () => {
+  test('the body dies mid-read after 200 headers → "reading the response body failed"', async () => {
     const h = await startHarness({ service: [reply.truncated('{"id": "resp_1", "outp')] });
     try {
       const result = await h.run(basicRow());
@@ -116,7 +116,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 41 / D14 / U2: headers then a stalled body are cut by the per-call timeout, and the slot is freed', async () => {
+  test('D14 / U2: headers then a stalled body are cut by the per-call timeout, and the slot is freed', async () => {
     const h = await startHarness({
       service: () => reply.stallAfterHeaders(),
       // 2 s: the headers have arrived when the deadline fires, however busy the machine.
@@ -132,7 +132,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 42: HTTP 500 → "HTTP 500: <body excerpt>", non-terminal, no retry', async () => {
+  test('HTTP 500 → "HTTP 500: <body excerpt>", non-terminal, no retry', async () => {
     const h = await startHarness({ service: [reply.status(500, 'kaboom')] });
     try {
       const result = await h.run(basicRow());
@@ -143,7 +143,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 42: a 4xx behaves the same; the excerpt is the first 500 bytes, undecodable bytes replaced', async () => {
+  test('a 4xx behaves the same; the excerpt is the first 500 bytes, undecodable bytes replaced', async () => {
     const body = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('x'.repeat(600))]);
     const h = await startHarness({ service: [reply.status(413, body)] });
     try {
@@ -155,7 +155,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 43: a 301 is not followed — "HTTP 301 (redirect to <Location>; fix agent_base_url …)"', async () => {
+  test('a 301 is not followed — "HTTP 301 (redirect to <Location>; fix agent_base_url …)"', async () => {
     const target = await startScriptedService([finalAnswer('should never be called')]);
     const h = await startHarness({
       service: [reply.status(301, 'moved', { headers: { location: `${target.url}/elsewhere` } })],
@@ -174,7 +174,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 43: any 3xx is rejected (307); without a Location the hint is omitted', async () => {
+  test('any 3xx is rejected (307); without a Location the hint is omitted', async () => {
     const h = await startHarness({
       service: [reply.status(307, '', { headers: { location: 'https://elsewhere' } }), reply.status(302, 'found')],
     });
@@ -188,7 +188,7 @@ describe('G. transport failures on the service hop', () => {
     }
   });
 
-  test('case 44: death mid-rollout — a tool ran, then 500 → the whole rollout is a failure row with that text', async () => {
+  test('death mid-rollout — a tool ran, then 500 → the whole rollout is a failure row with that text', async () => {
     const h = await startHarness({
       service: [toolAsk(functionCall('increment_counter', { count: 1 })), reply.status(500, 'died mid-rollout')],
     });
@@ -215,7 +215,7 @@ describe('G. transport failures on the service hop', () => {
 });
 
 describe('H. bad response bodies', () => {
-  test('case 45: a 200 that is not JSON → "response is not valid JSON", non-terminal', async () => {
+  test('a 200 that is not JSON → "response is not valid JSON", non-terminal', async () => {
     const h = await startHarness({ service: [reply.raw('not json')] });
     try {
       assertFailed(h, await h.run(basicRow()), 'response is not valid JSON');
@@ -240,7 +240,7 @@ describe('H. bad response bodies', () => {
     }
   });
 
-  test('case 46: JSON that is not an object → "expected a JSON object from /v1/responses, got list"', async () => {
+  test('JSON that is not an object → "expected a JSON object from /v1/responses, got list"', async () => {
     const h = await startHarness({ service: [reply.raw('[1, 2]'), reply.raw('"text"'), reply.raw('null')] });
     try {
       assertFailed(h, await h.run(basicRow()), 'expected a JSON object from /v1/responses, got list');
@@ -251,7 +251,7 @@ describe('H. bad response bodies', () => {
     }
   });
 
-  test('case 47: extra unknown top-level fields are tolerated', async () => {
+  test('extra unknown top-level fields are tolerated', async () => {
     const h = await startHarness({ service: [finalAnswer('ok', { x_trace_id: 'abc', service_internal: { a: 1 } })] });
     try {
       const result = await h.run(basicRow());
@@ -262,7 +262,7 @@ describe('H. bad response bodies', () => {
     }
   });
 
-  test('case 48: an invalid Responses object is terminal, verify skipped', async () => {
+  test('an invalid Responses object is terminal, verify skipped', async () => {
     const h = await startHarness({ service: [{ id: 'x', object: 'response' }] });
     try {
       const result = await h.run(basicRow());
@@ -412,7 +412,7 @@ describe('U23 / D15: status classes and overload signals', () => {
 });
 
 describe('O. debug knob', () => {
-  test('case 71: with request debug on, the full error body is logged while the row keeps the 500-byte excerpt', async () => {
+  test('with request debug on, the full error body is logged while the row keeps the 500-byte excerpt', async () => {
     const body = `${'a'.repeat(600)}THE-END`;
     const h = await startHarness({ service: [reply.status(500, body)], agent: { debug: true } });
     try {
@@ -424,7 +424,7 @@ describe('O. debug knob', () => {
     }
   });
 
-  test('case 71: debug off by default — no full bodies in the log', async () => {
+  test('debug off by default — no full bodies in the log', async () => {
     const h = await startHarness({
       service: [reply.status(500, 'x'.repeat(600) + 'THE-END'), responseObject([assistantMessage('x')])],
     });
