@@ -3,7 +3,7 @@ import { validateCreateParams } from '../../src/contract/index.js';
 import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
-import { HttpError, type App, type GymRequest } from '../../src/http/server.js';
+import { HttpError, type App, type GymReply, type GymRequest } from '../../src/http/server.js';
 import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from '../../src/rollout/budget.js';
@@ -53,28 +53,8 @@ const AGGREGATE_TIMEOUT_SECS = 600;
 
 export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
   const { config } = options;
-  const log = new AgentLog(options.log);
-  for (const warning of config.warnings) log.line(`WARNING: [remote_agent] ${warning}`);
-  const debug = options.debug ? (line: string) => log.line(line) : undefined;
   const registry = new RolloutRegistry();
-  const ctx: RolloutContext = {
-    config,
-    log,
-    limiter: new FifoSemaphore(config.concurrency),
-    registry,
-    agentName: options.name ?? 'remote_agent',
-    resources:
-      options.resourcesClient ?? new ResourcesClient(options.resourcesServer.name, options.resourcesServer.url),
-    service: new ServiceClient({
-      baseUrl: config.serviceBaseUrl,
-      timeoutSecs: config.remoteResponsesTimeoutSecs,
-      maxResponseBytes: config.maxResponseBytes,
-      auth: config.auth,
-      fillEchoFields: config.fillEchoFields,
-      ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
-      ...(debug ? { debug } : {}),
-    }),
-  };
+  const ctx = rolloutContext(options, registry);
 
   const app = createAgentServer({
     name: options.name ?? 'remote_agent',
@@ -98,39 +78,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         : { body: result };
     },
 
-    async responses(req) {
-      const params = validateCreateParams(req.json());
-      if (!params.ok) {
-        throw new HttpError(422, [{ type: 'value_error', loc: ['body'], msg: params.message }]);
-      }
-      // The live route runs the loop on the caller's environment session: its cookies are the environment jar.
-      const resourcesJar = jarFromRequest(req);
-      const trajectory = new Trajectory();
-      await withRunBudget(
-        ctx.limiter,
-        config.runTimeoutSecs,
-        (budget) =>
-          runServiceLoop(
-            params.value,
-            {
-              service: ctx.service,
-              resources: ctx.resources,
-              serviceJar: new CookieJar(),
-              resourcesJar,
-              maxSteps: config.maxSteps,
-              budget,
-            },
-            trajectory,
-          ),
-        { callerSignal: req.signal },
-      );
-      return {
-        // The bytes of `JSON.stringify(trajectory.toResponse())`, written from the encoded items.
-        raw: encodeResponse(trajectory.encoded()),
-        contentType: 'application/json',
-        setCookies: Object.entries(resourcesJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
-      };
-    },
+    responses: (req) => liveResponses(req, ctx),
 
     async aggregateMetrics(req) {
       const resources = ctx.resources;
@@ -151,6 +99,68 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
   app.get('/status', () => ({ body: registry.snapshot() }));
 
   return { app, limiter: ctx.limiter, config };
+}
+
+/** What every rollout of this agent shares: its config, log, concurrency cap, registry and the two clients. */
+function rolloutContext(options: RemoteAgentOptions, registry: RolloutRegistry): RolloutContext {
+  const { config } = options;
+  const log = new AgentLog(options.log);
+  for (const warning of config.warnings) log.line(`WARNING: [remote_agent] ${warning}`);
+  const debug = options.debug ? (line: string) => log.line(line) : undefined;
+  return {
+    config,
+    log,
+    limiter: new FifoSemaphore(config.concurrency),
+    registry,
+    agentName: options.name ?? 'remote_agent',
+    resources:
+      options.resourcesClient ?? new ResourcesClient(options.resourcesServer.name, options.resourcesServer.url),
+    service: new ServiceClient({
+      baseUrl: config.serviceBaseUrl,
+      timeoutSecs: config.remoteResponsesTimeoutSecs,
+      maxResponseBytes: config.maxResponseBytes,
+      auth: config.auth,
+      fillEchoFields: config.fillEchoFields,
+      ...(options.connectRetryDelayMs !== undefined ? { connectRetryDelayMs: options.connectRetryDelayMs } : {}),
+      ...(debug ? { debug } : {}),
+    }),
+  };
+}
+
+/** `POST /v1/responses`: the loop run live on the caller's environment session, answered as one response. */
+async function liveResponses(req: GymRequest, ctx: RolloutContext): Promise<GymReply> {
+  const { config } = ctx;
+  const params = validateCreateParams(req.json());
+  if (!params.ok) {
+    throw new HttpError(422, [{ type: 'value_error', loc: ['body'], msg: params.message }]);
+  }
+  // The live route runs the loop on the caller's environment session: its cookies are the environment jar.
+  const resourcesJar = jarFromRequest(req);
+  const trajectory = new Trajectory();
+  await withRunBudget(
+    ctx.limiter,
+    config.runTimeoutSecs,
+    (budget) =>
+      runServiceLoop(
+        params.value,
+        {
+          service: ctx.service,
+          resources: ctx.resources,
+          serviceJar: new CookieJar(),
+          resourcesJar,
+          maxSteps: config.maxSteps,
+          budget,
+        },
+        trajectory,
+      ),
+    { callerSignal: req.signal },
+  );
+  return {
+    // The bytes of `JSON.stringify(trajectory.toResponse())`, written from the encoded items.
+    raw: encodeResponse(trajectory.encoded()),
+    contentType: 'application/json',
+    setCookies: Object.entries(resourcesJar.toJSON()).map(([name, value]) => `${name}=${value}; Path=/`),
+  };
 }
 
 /** The caller seeded this session, not the agent: no boot id is known, so a restart is not detected here. */

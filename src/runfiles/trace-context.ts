@@ -6,10 +6,6 @@
  * Failure rows also carry it as `_ng_trace_id`. The salt is 16 random bytes, so ids stay unique across runs.
  */
 import { hash, randomFillSync } from 'node:crypto';
-import { NG } from './ng-keys.js';
-
-/** The failure-row key that records the trace id of the attempt (`NG.traceId`). */
-export const TRACE_ID_KEY = NG.traceId;
 
 export function newTraceSalt(): string {
   return randomHex(16);
