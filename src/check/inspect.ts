@@ -5,6 +5,7 @@
  */
 import { fillEchoFields, type EchoFill, type EchoSource } from '../contract/echo-fill.js';
 import { isAssistantMessage, validateResponse, validateUsage } from '../contract/index.js';
+import { isRecord, jsonValueText } from '../contract/records.js';
 
 export type Level = 'fail' | 'warn';
 
@@ -277,9 +278,7 @@ export function askText(ask: Ask): string {
 function messageText(item: Item): string {
   if (typeof item.content === 'string') return item.content;
   if (!Array.isArray(item.content)) return '';
-  return item.content
-    .map((part) => (typeof part === 'object' && part !== null ? ((part as { text?: unknown }).text ?? '') : ''))
-    .join(' ');
+  return item.content.map((part) => (isRecord(part) ? jsonValueText(part.text) : '')).join(' ');
 }
 
 function kind(value: unknown): string {

@@ -3,8 +3,11 @@ import { parseArgv, type ParsedCommand } from './argv.js';
 import { usage } from './help.js';
 import { logBlock } from '../logging/log.js';
 
-/** A command receives the parsed command line and answers with the process exit code. */
-export type CommandHandler = (cmd: ParsedCommand) => Promise<number>;
+/**
+ * A command receives the parsed command line and answers with the process exit code: at once when it does nothing
+ * asynchronous (`version`, `new`), else as a promise. `main` awaits either inside the one try that reports errors.
+ */
+export type CommandHandler = (cmd: ParsedCommand) => number | Promise<number>;
 
 /** Each command lives in its own module, loaded on demand so `gym env status` does not pay for `eval run`. */
 const COMMANDS: Record<string, () => Promise<CommandHandler>> = {

@@ -92,7 +92,8 @@ export async function assignAddresses(
     ? defaultHost
     : serverDefaultHost(head, headHost, defaultHost, options.allocatePorts, (key) => sources.at(['head_server', key]));
   config.head_server = head;
-  head.port = portSetting(config, ['head_server', 'port'], DEFAULT_HEAD_PORT, sources);
+  const headPort = portSetting(config, ['head_server', 'port'], DEFAULT_HEAD_PORT, sources);
+  head.port = headPort;
 
   const low = portSetting(config, ['port_range_low'], DEFAULT_PORT_RANGE_LOW, sources);
   const high = portSetting(config, ['port_range_high'], DEFAULT_PORT_RANGE_HIGH, sources);
@@ -112,16 +113,18 @@ export async function assignAddresses(
       'GYM_CONFIG_PORT',
     );
   }
-  const disallowed = new Set<number>([head.port as number, ...listed.map((port) => asPort(port)!)]);
+  const disallowed = new Set<number>([headPort, ...listed.map((port) => asPort(port)!)]);
 
   // Explicit addresses first, so a random pick can never land on a port a later instance asked for.
-  const taken = new Map<string, string>([[`${head.host}:${head.port}`, 'head_server']]);
+  const taken = new Map<string, string>([[`${head.host}:${headPort}`, 'head_server']]);
   for (const instance of instances) {
     const inner = instance.config;
     if (!inner.host) inner.host = serverHost;
     if (!inner.port) continue;
-    inner.port = asPort(inner.port)!;
-    const address = `${inner.host}:${inner.port}`;
+    const port = asPort(inner.port)!;
+    inner.port = port;
+    // The host was checked to be a string or unset when the instance was listed (servers.ts), and set above if unset.
+    const address = `${String(inner.host)}:${port}`;
     const owner = taken.get(address);
     if (owner !== undefined) {
       const path = [instance.name, instance.serverType, instance.impl, 'port'];
@@ -131,7 +134,7 @@ export async function assignAddresses(
       );
     }
     taken.set(address, instance.name);
-    disallowed.add(inner.port as number);
+    disallowed.add(port);
   }
   if (options.allocatePorts) {
     for (const instance of instances) {

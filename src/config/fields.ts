@@ -109,7 +109,7 @@ export function mapping(wording: Wording & { rule: string }) {
  * `block` read through `schema`; the first failing key in the schema's key order (so list the keys in the order a
  * reader should fix them) is thrown as a ConfigError worded by `paragraph`.
  */
-export function parseBlock<Schema extends z.ZodObject>(
+export function parseBlock<Schema extends z.ZodObject<z.ZodRawShape>>(
   schema: Schema,
   block: Record<string, unknown>,
   paragraph: (issue: FieldIssue) => string,

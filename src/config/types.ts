@@ -102,7 +102,7 @@ export function formatPath(path: ReadonlyArray<string | number>): string {
 
 /** Deep copy of plain config data. */
 export function cloneData<T>(value: T): T {
-  if (Array.isArray(value)) return value.map((item) => cloneData(item)) as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => cloneData(item)) as T;
   if (isPlainObject(value)) {
     const out: PlainObject = {};
     for (const [key, item] of Object.entries(value)) out[key] = cloneData(item);

@@ -368,9 +368,7 @@ describe('environment kit: session lifetime', () => {
         name: 'leaky',
         createState: () => ({}),
         verify: () => ({ reward: 1 }),
-        dispose: async () => {
-          throw new Error('sandbox already gone');
-        },
+        dispose: () => Promise.reject(new Error('sandbox already gone')),
       }),
       { log: (line) => lines.push(line) },
     );

@@ -195,7 +195,8 @@ export class EnvironmentServer {
   }
 
   private dispose(state: unknown, reason: DisposeReason): void {
-    const hook = this.environment.spec.dispose;
+    // The spec declares its hooks as methods (define.ts says why): call this one on its spec.
+    const hook = this.environment.spec.dispose?.bind(this.environment.spec);
     if (!hook) return;
     const done: Promise<void> = Promise.resolve()
       .then(() => hook(state, reason))

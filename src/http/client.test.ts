@@ -149,9 +149,9 @@ describe('withRetries', () => {
     let calls = 0;
     await assert.rejects(
       withRetries(
-        async () => {
+        () => {
           calls += 1;
-          throw connectError();
+          return Promise.reject(connectError());
         },
         { attempts: 3, delayMs: 1, retryOn: () => true },
       ),
@@ -164,9 +164,9 @@ describe('withRetries', () => {
     let calls = 0;
     await assert.rejects(
       withRetries(
-        async () => {
+        () => {
           calls += 1;
-          throw new Error('not retryable');
+          return Promise.reject(new Error('not retryable'));
         },
         { attempts: 5, delayMs: 1, retryOn: (err) => err instanceof HttpTransportError },
       ),
@@ -178,10 +178,9 @@ describe('withRetries', () => {
   it('returns the first success', async () => {
     let calls = 0;
     const value = await withRetries(
-      async (index) => {
+      (index) => {
         calls += 1;
-        if (index < 2) throw connectError();
-        return 'ok';
+        return index < 2 ? Promise.reject(connectError()) : Promise.resolve('ok');
       },
       { attempts: 5, delayMs: 1, retryOn: () => true },
     );

@@ -6,7 +6,8 @@ export interface Listening {
   server: http.Server;
   url: string;
   port: number;
-  close(): Promise<void>;
+  /** A function of its own (no `this`), so it can be handed on detached: `{ close: listening.close }`. */
+  close: () => Promise<void>;
 }
 
 const LISTEN_BACKLOG = 4096;

@@ -32,7 +32,7 @@ function parsedLines(text: string, where: string): Array<Record<string, unknown>
 test('gym worker and a queued gym eval run log JSON lines, rollouts by trace id', { timeout: 240_000 }, async () => {
   const server = await startRedis();
   closers.push(() => server.kill());
-  const agent = await startFakeAgent('alpha', async (row) => fakeReply.success(row, 1));
+  const agent = await startFakeAgent('alpha', (row) => fakeReply.success(row, 1));
   closers.push(() => agent.close());
   const head = await startFakeHead([agent]);
   closers.push(() => head.close());
@@ -49,8 +49,9 @@ test('gym worker and a queued gym eval run log JSON lines, rollouts by trace id'
     ['worker', '--queue', server.url, `++head_server.port=${head.port}`, '+worker_id=w1', '--log-format', 'json'],
     { cwd: dir },
   );
-  closers.push(async () => {
+  closers.push(() => {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    return Promise.resolve();
   });
   await eventually(() => /connected to/.test(worker.stderr()), {
     what: () => `the worker to connect: ${worker.stderr()}`,

@@ -17,12 +17,13 @@ import { logRequestFailure } from './request-log.js';
  * "terminal" structurally (decision D3) instead of by searching the text. `HttpError`s keep their own status.
  */
 
+/** The agent's own functions, each mounted as a route handler on its own (never called on the spec). */
 export interface AgentServerSpec {
   /** Instance name, used in logs. */
   name: string;
-  run(req: GymRequest): Promise<GymReply>;
-  responses(req: GymRequest): Promise<GymReply>;
-  aggregateMetrics(req: GymRequest): Promise<GymReply>;
+  run: (req: GymRequest) => Promise<GymReply>;
+  responses: (req: GymRequest) => Promise<GymReply>;
+  aggregateMetrics: (req: GymRequest) => Promise<GymReply>;
 }
 
 /** The JSON body of a failed agent route. */
@@ -84,7 +85,7 @@ export class FifoSemaphore {
   }
 
   acquire(signal?: AbortSignal): Promise<() => void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.free > 0 && this.queue.length === 0) {
       this.free--;
       return Promise.resolve(this.releaser());
@@ -99,7 +100,7 @@ export class FifoSemaphore {
       const onAbort = (): void => {
         const index = this.queue.indexOf(waiter);
         if (index >= 0) this.queue.splice(index, 1);
-        reject(signal?.reason);
+        if (signal) reject(abortReason(signal));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.queue.push(waiter);
@@ -127,4 +128,13 @@ export class FifoSemaphore {
       else this.free++;
     };
   }
+}
+
+/**
+ * Why `signal` fired, to reject a waiter with. `abort()` without a reason gives an AbortError (an Error), and
+ * tsgym's own callers abort with Errors; any other reason is wrapped, so a rejection is always an Error.
+ */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(String(reason));
 }

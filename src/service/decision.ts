@@ -189,10 +189,12 @@ function excerpt(text: string): string {
 }
 
 function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'string')
-    return `a string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  if (typeof value === 'object') return 'an object';
-  return `${typeof value} ${String(value)}`;
+  switch (typeof value) {
+    case 'object':
+      return value === null ? 'null' : Array.isArray(value) ? 'a list' : 'an object';
+    case 'string':
+      return `a string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+    default:
+      return `${typeof value} ${String(value)}`;
+  }
 }

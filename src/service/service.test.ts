@@ -199,7 +199,7 @@ describe('agent-service kit', () => {
     assert.equal(res.status, 500);
     assert.equal((res.json() as Body).detail, 'decide() failed: model backend unreachable');
 
-    decide = async () => ({ toolCalls: [] });
+    decide = () => Promise.resolve({ toolCalls: [] });
     res = await post(service.url, TASK);
     assert.equal(res.status, 500);
     assert.match((res.json() as Body).detail, /toolCalls that is not a non-empty list/);

@@ -73,7 +73,9 @@ export function locateServer(
 }
 
 export function planServer(instance: ServerInstance, ctx: PlanContext): Plan {
-  const entrypoint = String(instance.config.entrypoint ?? '');
+  // Listing the instances checked that its entrypoint is a non-empty string (config/servers.ts).
+  const declared = instance.config.entrypoint;
+  const entrypoint = typeof declared === 'string' ? declared : '';
   const { dirPath, origin, shadowed } = locateServer(instance, ctx);
   const { launch, python } = withPython(resolveLaunch(dirPath, entrypoint, ctx.installRoot), {
     instance,

@@ -7,8 +7,7 @@ import { finalAnswer, functionCall, toolAsk, toolOutputsIn, type ServiceCall } f
  */
 export function counterTaskReply(call: ServiceCall): Record<string, unknown> {
   const input = call.body?.input;
-  const task = typeof input === 'string' ? input : String(input?.[0]?.content ?? '');
-  const addends = [...task.matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
+  const addends = [...taskText(call).matchAll(/add (-?\d+)/g)].map((m) => Number(m[1]));
   const outputs = toolOutputsIn(input).map((o) => JSON.parse(o.output) as { count?: number });
   const turn = outputs.length;
   if (turn < addends.length) return toolAsk(functionCall('increment_counter', { count: addends[turn] }, `c_${turn}`));
@@ -19,8 +18,14 @@ export function counterTaskReply(call: ServiceCall): Record<string, unknown> {
 
 /** The first addend of a counter task, to script per-task behaviour. */
 export function firstAddend(call: ServiceCall): number | undefined {
-  const input = call.body?.input;
-  const task = typeof input === 'string' ? input : String(input?.[0]?.content ?? '');
-  const match = /add (-?\d+)/.exec(task);
+  const match = /add (-?\d+)/.exec(taskText(call));
   return match ? Number(match[1]) : undefined;
+}
+
+/** The counter task: the request's string input, or the text content of its first item (the user's message). */
+function taskText(call: ServiceCall): string {
+  const input = call.body?.input;
+  if (typeof input === 'string') return input;
+  const content = input?.[0]?.content;
+  return typeof content === 'string' ? content : '';
 }

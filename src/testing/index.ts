@@ -20,6 +20,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { assistantTextMessage } from '../contract/messages.js';
+import { isRecord } from '../contract/records.js';
 import { parseCookieHeader } from '../http/cookies.js';
 import type { ConversationItem } from '../service/conversation.js';
 
@@ -100,10 +101,12 @@ export const reply = {
   stream: (totalBytes: number, options: ReplyOptions = {}): Reply => new Reply({ kind: 'stream', totalBytes, options }),
 };
 
+/** A JSON body or a `Reply`: any value, so `unknown`, which also admits the promise of one a handler may return. */
 export type StepResult = unknown;
-export type ServiceHandler = (call: ServiceCall) => StepResult | Promise<StepResult>;
-/** A JSON body, a `Reply`, or a handler returning either. */
-export type ServiceStep = StepResult | ServiceHandler;
+/** Answers a call with a `StepResult`, or with a promise of one. */
+export type ServiceHandler = (call: ServiceCall) => StepResult;
+/** A JSON body, a `Reply`, or a `ServiceHandler` returning either (`unknown` already admits each of them). */
+export type ServiceStep = unknown;
 export type ServiceScript = ServiceHandler | readonly ServiceStep[];
 
 export interface ScriptedService {
@@ -371,7 +374,10 @@ export function finalAnswer(text: string, extra: Record<string, unknown> = {}): 
 /** The `function_call_output` items of a request's `input` (what Gym executed for the service). */
 export function toolOutputsIn(input: unknown): Array<{ call_id: string; output: string }> {
   if (!Array.isArray(input)) return [];
-  return input.filter((item) => item?.type === 'function_call_output') as Array<{ call_id: string; output: string }>;
+  return input.filter((item: unknown) => isRecord(item) && item.type === 'function_call_output') as Array<{
+    call_id: string;
+    output: string;
+  }>;
 }
 
 export { makeTestCa, type TestCa } from './tls.js';

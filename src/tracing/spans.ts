@@ -29,7 +29,7 @@ const ID_ONLY: RolloutTracer = {
   exporting: false,
   start: (_name, parent) => new IdOnlySpan(parent.traceId),
   startRoot: (_name, traceId) => new IdOnlySpan(traceId),
-  shutdown: async () => undefined,
+  shutdown: () => Promise.resolve(),
 };
 
 export function exportRequested(env: NodeJS.ProcessEnv = process.env): boolean {

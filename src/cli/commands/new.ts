@@ -6,10 +6,10 @@ import { UsageError } from '../../errors.js';
 import { scaffold, type ScaffoldRequest } from '../../scaffold/index.js';
 import type { ParsedCommand } from '../argv.js';
 
-export const newEnvironment = (cmd: ParsedCommand): Promise<number> => create('environment', cmd);
-export const newService = (cmd: ParsedCommand): Promise<number> => create('service', cmd);
+export const newEnvironment = (cmd: ParsedCommand): number => create('environment', cmd);
+export const newService = (cmd: ParsedCommand): number => create('service', cmd);
 
-async function create(kind: ScaffoldRequest['kind'], cmd: ParsedCommand): Promise<number> {
+function create(kind: ScaffoldRequest['kind'], cmd: ParsedCommand): number {
   const [name] = cmd.positionals;
   if (name === undefined) throw new UsageError(`gym new ${kind} needs a NAME, e.g. gym new ${kind} trivia.`);
   const python = cmd.overrides.includes('+python=true');

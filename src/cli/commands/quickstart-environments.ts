@@ -8,6 +8,7 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { jsonValueText } from '../../contract/records.js';
 import type { GlobalConfig } from '../../config/index.js';
 import { installRoot } from '../../config/roots.js';
 import { ConfigError } from '../../errors.js';
@@ -174,5 +175,5 @@ function counterServiceOptions(settings: GlobalConfig) {
 export function stringSetting(config: GlobalConfig, key: string): string | undefined {
   const value = config[key];
   if (value === undefined || value === null || value === '') return undefined;
-  return String(value);
+  return jsonValueText(value);
 }

@@ -43,7 +43,7 @@ function assertFiveOfFive(run: Run): void {
   assert.match(run.stdout, /function_call → .*function_call_output → .*→ message/);
   const rollouts = readFileSync(path.join(run.cwd, 'results/quickstart/rollouts.jsonl'), 'utf8').trim().split('\n');
   assert.equal(rollouts.length, 5);
-  for (const line of rollouts) assert.equal(JSON.parse(line).reward, 1);
+  for (const line of rollouts) assert.equal((JSON.parse(line) as { reward?: unknown }).reward, 1);
   assert.equal(readFileSync(path.join(run.cwd, 'results/quickstart/rollouts_failures.jsonl'), 'utf8'), '');
 }
 

@@ -11,6 +11,7 @@ import { applyLogFormat } from '../../logging/log.js';
 import { Writable } from 'node:stream';
 import { findFreePort, installRoot, loadGlobalConfig } from '../../config/index.js';
 import { isPlainObject } from '../../config/types.js';
+import { jsonValueText } from '../../contract/records.js';
 import { UsageError } from '../../errors.js';
 import type { Row } from '../../runfiles/row.js';
 import type { ParsedCommand } from '../argv.js';
@@ -175,15 +176,15 @@ interface TrajectoryItem {
 function describeItem(item: TrajectoryItem): string {
   switch (item.type) {
     case 'function_call':
-      return `function_call         ${item.name}(${item.arguments})`;
+      return `function_call         ${String(item.name)}(${String(item.arguments)})`;
     case 'function_call_output':
       return `function_call_output  ${typeof item.output === 'string' ? item.output : JSON.stringify(item.output)}`;
     case 'message': {
       const content = Array.isArray(item.content)
         ? (item.content as Array<{ text?: unknown; refusal?: unknown }>)
-            .map((part) => part.text ?? part.refusal ?? '')
+            .map((part) => jsonValueText(part.text ?? part.refusal))
             .join('')
-        : String(item.content ?? '');
+        : jsonValueText(item.content);
       return `message               ${JSON.stringify(content)}`;
     }
     default:

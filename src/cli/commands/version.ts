@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { ParsedCommand } from '../argv.js';
 
-export async function version(cmd: ParsedCommand): Promise<number> {
+export function version(cmd: ParsedCommand): number {
   const pkgUrl = new URL('../../../../package.json', import.meta.url);
   const pkg = JSON.parse(readFileSync(pkgUrl, 'utf8')) as { version: string; dependencies?: Record<string, string> };
   const info = {
