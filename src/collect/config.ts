@@ -2,17 +2,8 @@
  * The rollout-collection keys of the resolved config (docs/design.md, "Collection keys"), checked once up front so the
  * run never discovers a bad setting halfway through.
  */
-import { z } from 'zod';
 import { ConfigError, UsageError } from '../errors.js';
-import {
-  configValueParagraph,
-  integerAtLeast,
-  mapping,
-  onOff,
-  parseBlock,
-  positiveSeconds,
-  text,
-} from '../config/fields.js';
+import { readSwitch } from '../config/switch.js';
 import { DEFAULT_HEAD_PORT, DEFAULT_HOST, isPlainObject, type GlobalConfig } from '../config/types.js';
 
 export type NumRepeats = number | Record<string, number>;
@@ -64,25 +55,15 @@ export function requireKeys(config: GlobalConfig, keys: ReadonlyArray<{ key: str
   );
 }
 
-/** The checked keys, in the order they are checked (the first bad one is the one reported). */
-const collectionKeys = z.object({
-  agent_name: text(() => undefined),
-  responses_create_params: mapping({
-    rule: "a mapping of fields to merge into every row's responses_create_params",
-  }),
-  run_request_timeout_secs: positiveSeconds(DEFAULT_RUN_REQUEST_TIMEOUT_SECS, { allowInfinity: true }),
-  stall_warning_secs: positiveSeconds(DEFAULT_STALL_WARNING_SECS, {
-    allowInfinity: true,
-    fix: 'e.g. +stall_warning_secs=300',
-  }),
-  resume_from_cache: onOff(false),
-  overwrite: onOff(false),
-  agent_unreachable_wait_secs: positiveSeconds(DEFAULT_AGENT_UNREACHABLE_WAIT_SECS),
-  limit: integerAtLeast(0, undefined),
-  num_samples_in_parallel: integerAtLeast(0, undefined),
-  num_repeats_add_seed: onOff(false),
-  disable_aggregation: onOff(false),
-});
+function optionalInt(config: GlobalConfig, key: string, min: number): number | undefined {
+  const value = config[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
+  throw new ConfigError(
+    `Config value '${key}' must be an integer >= ${min}, got ${JSON.stringify(value)}.`,
+    'GYM_CONFIG_VALUE',
+  );
+}
 
 export function parseNumRepeats(value: unknown): NumRepeats {
   if (value === undefined || value === null) return 1;
@@ -132,31 +113,64 @@ export function parseCollectionConfig(config: GlobalConfig): CollectionConfig {
       );
     }
   }
-  const keys = parseBlock(collectionKeys, config, configValueParagraph, 'GYM_CONFIG_VALUE');
-  if (keys.resume_from_cache && keys.overwrite) {
+  const agentName = config.agent_name;
+  if (agentName !== undefined && agentName !== null && typeof agentName !== 'string') {
+    throw new ConfigError(
+      `Config value 'agent_name' must be a string, got ${JSON.stringify(agentName)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  const overrides = config.responses_create_params ?? {};
+  if (!isPlainObject(overrides)) {
+    throw new ConfigError(
+      `Config value 'responses_create_params' must be a mapping of fields to merge into every row's responses_create_params, got ${JSON.stringify(overrides)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  const timeout = config.run_request_timeout_secs ?? DEFAULT_RUN_REQUEST_TIMEOUT_SECS;
+  if (typeof timeout !== 'number' || !(timeout > 0)) {
+    throw new ConfigError(
+      `Config value 'run_request_timeout_secs' must be a number of seconds > 0, got ${JSON.stringify(timeout)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  const stall = config.stall_warning_secs ?? DEFAULT_STALL_WARNING_SECS;
+  if (typeof stall !== 'number' || !(stall > 0)) {
+    throw new ConfigError(
+      `Config value 'stall_warning_secs' must be a number of seconds > 0, got ${JSON.stringify(stall)}; e.g. +stall_warning_secs=300.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  if (readSwitch(config, 'resume_from_cache') && readSwitch(config, 'overwrite')) {
     throw new ConfigError(
       'resume_from_cache=true (--resume) and overwrite=true contradict each other: resume keeps the earlier rollouts, overwrite discards them. Pass only one.',
       'GYM_CONFIG_VALUE',
     );
   }
+  const unreachableWait = config.agent_unreachable_wait_secs ?? DEFAULT_AGENT_UNREACHABLE_WAIT_SECS;
+  if (typeof unreachableWait !== 'number' || !(unreachableWait > 0) || !Number.isFinite(unreachableWait)) {
+    throw new ConfigError(
+      `Config value 'agent_unreachable_wait_secs' must be a number of seconds > 0, got ${JSON.stringify(unreachableWait)}.`,
+      'GYM_CONFIG_VALUE',
+    );
+  }
+  const limit = optionalInt(config, 'limit', 0);
+  const concurrency = optionalInt(config, 'num_samples_in_parallel', 0);
   return {
     inputPath: String(config.input_jsonl_fpath),
     outputPath: String(config.output_jsonl_fpath),
-    agentName: keys.agent_name === '' ? undefined : keys.agent_name,
-    limit: keys.limit === 0 ? undefined : keys.limit,
+    agentName: typeof agentName === 'string' && agentName !== '' ? agentName : undefined,
+    limit: limit === 0 ? undefined : limit,
     numRepeats: parseNumRepeats(config.num_repeats),
-    numRepeatsAddSeed: keys.num_repeats_add_seed,
-    concurrency:
-      keys.num_samples_in_parallel === undefined || keys.num_samples_in_parallel === 0
-        ? DEFAULT_CONCURRENCY
-        : keys.num_samples_in_parallel,
-    createParamsOverrides: keys.responses_create_params,
-    resume: keys.resume_from_cache,
-    overwrite: keys.overwrite,
-    disableAggregation: keys.disable_aggregation,
-    runTimeoutMs: keys.run_request_timeout_secs * 1000,
-    stallWarningSecs: keys.stall_warning_secs,
-    agentUnreachableWaitMs: keys.agent_unreachable_wait_secs * 1000,
+    numRepeatsAddSeed: readSwitch(config, 'num_repeats_add_seed'),
+    concurrency: concurrency === undefined || concurrency === 0 ? DEFAULT_CONCURRENCY : concurrency,
+    createParamsOverrides: overrides,
+    resume: readSwitch(config, 'resume_from_cache'),
+    overwrite: readSwitch(config, 'overwrite'),
+    disableAggregation: readSwitch(config, 'disable_aggregation'),
+    runTimeoutMs: timeout * 1000,
+    stallWarningSecs: stall,
+    agentUnreachableWaitMs: unreachableWait * 1000,
     head: headServerAddress(config),
   };
 }

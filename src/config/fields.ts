@@ -2,10 +2,14 @@
  * Config blocks checked by zod. The field builders below each carry the rule an error states about their key, and
  * `parseBlock` turns the first failing key into the block's ConfigError paragraph (key, value as written, rule,
  * fix), so every block keeps its own wording while the checks themselves are declared once.
+ *
+ * Two processes keep zod out of their start-up on purpose and check their few keys by hand: the supervisor
+ * (`colocate`, src/supervisor/colocate.ts) and the collector and `gym eval` (src/collect/config.ts,
+ * src/config/switch.ts). Loading zod costs them about 150-200 ms each time (bench scenarios 4 and 8); every other
+ * block is read in a process that loads zod anyway.
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { isPlainObject, type PlainObject } from './types.js';
 
 /** What an error says about a key. */
 export interface FieldRule {
@@ -93,18 +97,6 @@ export function text<Fallback extends string | undefined>(
   );
 }
 
-/** A mapping (the object itself, not a copy); unset means an empty one. The rule says what the mapping holds. */
-export function mapping(wording: Wording & { rule: string }) {
-  return withRule(
-    z
-      .custom<PlainObject>(isPlainObject)
-      .nullish()
-      .transform((value) => value ?? {}),
-    wording.rule,
-    wording,
-  );
-}
-
 /**
  * `block` read through `schema`; the first failing key in the schema's key order (so list the keys in the order a
  * reader should fix them) is thrown as a ConfigError worded by `paragraph`.
@@ -122,12 +114,6 @@ export function parseBlock<Schema extends z.ZodObject<z.ZodRawShape>>(
   const field = schema.shape[key];
   const rule = (field && fieldRules.get(field)) ?? { rule: first.message };
   throw new ConfigError(paragraph({ ...rule, key, value: block[key] }), code);
-}
-
-/** A top-level on/off key of the resolved config (unset is off), reported as `configValueParagraph` words it. */
-export function readSwitch(config: Record<string, unknown>, key: string): boolean {
-  const keys = parseBlock(z.object({ [key]: onOff(false) }), config, configValueParagraph, 'GYM_CONFIG_VALUE');
-  return keys[key] === true;
 }
 
 /** How a top-level key of the resolved config is reported: `Config value 'key' must be <rule>, got <value>.` */

@@ -11,8 +11,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_DICT_ENV, type LaunchSpec } from '../config/index.js';
-import { z } from 'zod';
-import { instanceKeyParagraph, onOff, parseBlock } from '../config/fields.js';
+import { ConfigError } from '../errors.js';
 import type { Plan } from './plan.js';
 
 export interface Unit {
@@ -121,18 +120,21 @@ export function runsOnNode(plan: Plan): boolean {
   return plan.python === undefined && plan.launch.command === process.execPath && plan.launch.args.length > 0;
 }
 
-const colocateKey = z.object({
-  colocate: onOff(true, {
-    fix:
+/**
+ * `colocate` in a server's block: unset or true co-locates where it applies, false never. Checked here without the
+ * zod field builders of src/config/fields.ts: this is the supervisor's only config check, and loading zod for it
+ * would add about 150 ms to every `gym env start` (bench scenario 4).
+ */
+function colocates({ instance }: Plan): boolean {
+  const value = instance.config.colocate;
+  if (value === undefined || value === null) return true;
+  if (typeof value === 'boolean') return value;
+  throw new ConfigError(
+    `${instance.name}.${instance.serverType}.${instance.impl}.colocate must be true or false, got ${JSON.stringify(value)}. ` +
       'It says whether the remote agent and its TypeScript resources server may share one process (default true); ' +
       'set it to false on either server to run each in its own process.',
-  }),
-});
-
-/** `colocate` in a server's block: unset or true co-locates where it applies, false never. */
-function colocates({ instance }: Plan): boolean {
-  const where = `${instance.name}.${instance.serverType}.${instance.impl}`;
-  return parseBlock(colocateKey, instance.config, instanceKeyParagraph(where), 'GYM_CONFIG_COLOCATE').colocate;
+    'GYM_CONFIG_COLOCATE',
+  );
 }
 
 function scriptOf(launch: LaunchSpec): string {

@@ -1,8 +1,8 @@
 /**
  * `gym eval run`, `gym eval profile`, `gym eval aggregate`: configuration in, the collect/profile machinery out.
  */
-import { readSwitch } from '../../config/fields.js';
 import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
+import { readSwitch } from '../../config/switch.js';
 import { ConfigError } from '../../errors.js';
 import { applyLogFormat } from '../../logging/log.js';
 import type { AgentDirectory } from '../../collect/agents.js';
