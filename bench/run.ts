@@ -54,7 +54,12 @@ const SCENARIOS: Array<{
   {
     id: '8',
     title: '8. CPU and memory vs the pinned baseline',
-    run: async (ctx) => [await versusBaseline(ctx, buildBaseline(ctx.baselineRev, ctx.log))],
+    run: async (ctx) => [
+      await versusBaseline(
+        ctx,
+        buildBaseline(ctx.baselineRev, (line) => ctx.log(line)),
+      ),
+    ],
   },
   {
     id: '9',

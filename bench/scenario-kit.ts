@@ -62,7 +62,7 @@ export async function collectAll(
   if (run.completed !== rollouts || run.firstReward !== 1) {
     const failure = run.firstFailure ? (JSON.parse(run.firstFailure) as Record<string, unknown>) : undefined;
     const why = failure
-      ? `; first failure: ${String(failure.error ?? failure._ng_failure_class ?? run.firstFailure).slice(0, 600)}`
+      ? `; first failure: ${JSON.stringify(failure.error ?? failure._ng_failure_class ?? run.firstFailure).slice(0, 600)}`
       : '';
     throw new Error(
       `${label}: expected ${rollouts} completed rollouts with reward 1, got ${run.completed} completed, ${run.failed} failed, first reward ${run.firstReward}${why}`,

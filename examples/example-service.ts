@@ -33,5 +33,5 @@ export async function serveExample(
     brainName,
     ...(options.log ? { log: options.log } : {}),
   });
-  return { url: service.url, brainName, close: service.close };
+  return { url: service.url, brainName, close: () => service.close() };
 }

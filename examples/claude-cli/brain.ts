@@ -1,4 +1,4 @@
-import { execFile, type ExecFileException } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import {
   parseJsonDecision,
   renderConversation,
@@ -88,7 +88,10 @@ export function parseEnvelope(stdout: string): Envelope {
     is_error: isError,
     usage,
   } = (envelope ?? {}) as { result?: unknown; is_error?: unknown; usage?: Record<string, unknown> };
-  if (isError === true) throw new Error(`claude reported an error: ${excerpt(String(result ?? ''))}`);
+  if (isError === true)
+    throw new Error(
+      `claude reported an error: ${excerpt(typeof result === 'string' ? result : JSON.stringify(result ?? ''))}`,
+    );
   if (typeof result !== 'string') throw new Error(`claude's JSON envelope has no "result" text: ${excerpt(stdout)}`);
   const count = (key: string): number => {
     const value = usage?.[key];

@@ -153,8 +153,12 @@ describe('the local brain (llama.cpp in-process) through the real CLI', () => {
         assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
         assert.equal(typeof row.reward, 'number');
       }
-      const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
-      assert.ok(metrics[0].key_metrics['mean/output_tokens'] > 0, JSON.stringify(metrics[0].key_metrics));
+      const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8')) as [
+        {
+          key_metrics: Record<string, number>;
+        },
+      ];
+      assert.ok((metrics[0].key_metrics['mean/output_tokens'] ?? 0) > 0, JSON.stringify(metrics[0].key_metrics));
     } finally {
       env.kill('SIGINT');
       const code = await exited;

@@ -56,7 +56,7 @@ export function toGrammarSchema(schema: unknown, depth = 0): GrammarSchema {
   const type = schema.type;
   if (Array.isArray(type)) {
     if (type.length > 0 && type.every((t) => typeof t === 'string' && PRIMITIVES.has(t))) return { type };
-    return { oneOf: type.map((t) => toGrammarSchema({ ...schema, type: t }, depth + 1)) };
+    return { oneOf: (type as unknown[]).map((t) => toGrammarSchema({ ...schema, type: t }, depth + 1)) };
   }
   switch (type) {
     case 'string': {

@@ -13,7 +13,8 @@ const service = await serve(
     }
     const read = asked.find((call) => call.name === 'get_counter_value');
     if (!read) return { toolCalls: [{ name: 'get_counter_value', arguments: {} }] };
-    return { final: String(JSON.parse(read.output ?? '{}').count) };
+    const { count } = JSON.parse(read.output ?? '{}') as { count?: number };
+    return { final: String(count) };
   },
   { port: Number(process.env.PORT ?? 9000), host: process.env.HOST ?? '127.0.0.1', brainName: 'minimal' },
 );

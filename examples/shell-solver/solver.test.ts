@@ -117,7 +117,16 @@ describe('shell solver (scripted, no model)', () => {
       const rows = readFileSync(path.join(cwd, 'results/quickstart/rollouts.jsonl'), 'utf8')
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line));
+        .map(
+          (line) =>
+            JSON.parse(line) as {
+              reward: number;
+              checks_passed: number;
+              checks_total: number;
+              commands_run: number;
+              task_id: string;
+            },
+        );
       assert.equal(rows.length, tasks);
       for (const row of rows) {
         assert.equal(row.reward, 1);

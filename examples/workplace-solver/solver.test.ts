@@ -118,7 +118,7 @@ describe('workplace solver (deterministic, no model)', () => {
         .filter((row) => row.reward !== 1)
         .map(
           (row) =>
-            `${row.task_id}: ${JSON.stringify(row.failed_checks)} ${JSON.stringify(row.unexpected_change_details)}`,
+            `${String(row.task_id)}: ${JSON.stringify(row.failed_checks)} ${JSON.stringify(row.unexpected_change_details)}`,
         );
       assert.deepEqual(failed, []);
     } finally {

@@ -38,8 +38,10 @@ interface EmailSummary {
 }
 
 /** Thrown by `ask` when the call's result is not in the conversation yet. */
-class Pending {
-  constructor(readonly call: ToolCall) {}
+class Pending extends Error {
+  constructor(readonly call: ToolCall) {
+    super(`waiting for ${call.name}`);
+  }
 }
 
 /** Thrown by a script that cannot go on (what it looked for is not there, or a tool answered an error). */

@@ -78,7 +78,12 @@ describe('math environment end to end', () => {
       assert.deepEqual(types, ['function_call', 'function_call_output', 'message']);
     }
     assert.equal(readJsonl(path.join(dir, 'out/rollouts_failures.jsonl')).length, 0);
-    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
+    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8')) as [
+      {
+        key_metrics: Record<string, number>;
+        agent_metrics: Record<string, number>;
+      },
+    ];
     assert.equal(metrics[0].key_metrics['mean/reward'], 1);
     assert.equal(metrics[0].agent_metrics['match_reason/mismatch'], 0);
     assert.match(res.stdout, /12 tasks, 12 rollouts expected: 12 completed, 0 failed/);
@@ -93,7 +98,7 @@ describe('math environment end to end', () => {
       if (question.startsWith('Q0')) {
         if (outputs.length === 0)
           return toolAsk(functionCall('calculator', { expression: '(13 + 52) * 3 - 82' }, 'calc_0'));
-        return finalAnswer(`\\boxed{${JSON.parse(outputs[0]!.output).result}}`);
+        return finalAnswer(`\\boxed{${(JSON.parse(outputs[0]!.output) as { result: number }).result}}`);
       }
       if (question.startsWith('Q1')) return finalAnswer('I believe it is \\boxed{\\frac{4}{3}}.');
       if (question.startsWith('Q2')) return finalAnswer('The answer is 168.');

@@ -82,7 +82,11 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
       assert.equal('expected_changes' in row, false, 'the answer key stays out of the rollout row');
       assert.equal('office' in row, false);
     }
-    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
+    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8')) as [
+      {
+        key_metrics: Record<string, number>;
+      },
+    ];
     assert.equal(metrics[0].key_metrics['mean/reward'], 1);
     // The materialized inputs keep the full rows, answer key included, for anyone auditing a score.
     assert.ok(
@@ -142,7 +146,12 @@ test('an agent that forgets the e-mails: reward 0 on those rows, partial credit 
         );
       }
     }
-    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/r_aggregate_metrics.json'), 'utf8'));
+    const metrics = JSON.parse(readFileSync(path.join(dir, 'out/r_aggregate_metrics.json'), 'utf8')) as [
+      {
+        key_metrics: Record<string, number>;
+        agent_metrics: Record<string, number>;
+      },
+    ];
     const fraction = metrics[0].agent_metrics['mean/state_check_fraction'] as number;
     assert.ok(fraction > 0 && fraction < 1, `mean/state_check_fraction ${fraction}`);
     assert.equal(metrics[0].agent_metrics['mean/unexpected_changes'], 0);

@@ -16,5 +16,5 @@ test('gym quickstart --env workplace: 7 rollouts, mean reward 1.0, the profile s
   assert.match(run.stdout, /Result: 7 rollouts, mean reward 1\.0, 0 failed, 0 missing\./);
   const rollouts = readFileSync(path.join(cwd, 'results/quickstart/rollouts.jsonl'), 'utf8').trim().split('\n');
   assert.equal(rollouts.length, 7);
-  for (const line of rollouts) assert.equal(JSON.parse(line).reward, 1);
+  for (const line of rollouts) assert.equal((JSON.parse(line) as { reward: number }).reward, 1);
 });

@@ -92,5 +92,5 @@ export function lineCount(file: string): number {
 
 /** `(task, rollout)` keys of rows, as sorted `t:r` strings. */
 export function keysOf(rows: ReadonlyArray<Record<string, unknown>>): string[] {
-  return rows.map((row) => `${row._ng_task_index}:${row._ng_rollout_index}`).sort();
+  return rows.map((row) => `${String(row._ng_task_index)}:${String(row._ng_rollout_index)}`).sort();
 }

@@ -166,7 +166,7 @@ export async function runDatasetRollouts(
     const lines = readFileSync(options.dataset, 'utf8')
       .split('\n')
       .filter((line) => line.trim() !== '');
-    const rows: RolloutRow[] = new Array(lines.length);
+    const rows = new Array<RolloutRow>(lines.length);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < lines.length) {

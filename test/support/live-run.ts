@@ -88,7 +88,7 @@ export async function startGatedRun(extraArgs: readonly string[] = []): Promise<
     rolloutsPath,
     statusPath: path.join(dir, 'out', 'rollouts_status.json'),
     service,
-    release: release.open,
+    release: () => release.open(),
     held: reached.opened,
   };
 }

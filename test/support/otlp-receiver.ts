@@ -33,7 +33,9 @@ function attributeValue(v: Record<string, unknown>): unknown {
   return v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue;
 }
 
-const millis = (nanos: unknown): number => Number(BigInt(String(nanos ?? 0)) / 1_000_000n);
+// OTLP/JSON writes 64-bit nanoseconds as decimal strings (numbers are accepted too).
+const millis = (nanos: unknown): number =>
+  Number(BigInt(typeof nanos === 'string' || typeof nanos === 'number' ? nanos : 0) / 1_000_000n);
 
 function decode(body: string, into: ReceivedSpan[]): void {
   const doc = JSON.parse(body) as {
@@ -52,7 +54,7 @@ function decode(body: string, into: ReceivedSpan[]): void {
           service: String(name ? attributeValue(name.value) : ''),
           traceId: String(span.traceId),
           spanId: String(span.spanId),
-          parentSpanId: String(span.parentSpanId ?? ''),
+          parentSpanId: typeof span.parentSpanId === 'string' ? span.parentSpanId : '',
           name: String(span.name),
           start: millis(span.startTimeUnixNano),
           end: millis(span.endTimeUnixNano),

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { spawnGym, writeJsonl, type RunningGym } from './cli.js';
 import { eventually } from './wait.js';
 
-type Closers = Array<() => Promise<unknown> | unknown>;
+type Closers = Array<() => unknown>;
 
 /** `n` rows for `agent`, each with its index `i` (so a test can check every row arrived exactly once). */
 export function writeAgentRows(dir: string, n: number, agent = 'alpha'): void {

@@ -30,7 +30,7 @@ export interface SandboxHostOptions {
 
 /** Open the sandbox host: check every prerequisite, clean what a dead previous process left, prove one sandbox works. */
 export async function openSandboxHost(options: SandboxHostOptions): Promise<SandboxHost> {
-  const missing = await missingPrerequisites();
+  const missing = missingPrerequisites();
   if (missing.length > 0) {
     throw new SandboxUnavailableError(
       `the shell environment cannot create its sandboxes on this machine, and it never runs commands unsandboxed: ${missing.join('; ')}.`,

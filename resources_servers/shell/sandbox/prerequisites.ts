@@ -13,7 +13,7 @@ import type { Sandbox } from './sandbox.js';
 import { PACKAGED_LAUNCHER } from './staged-launcher.js';
 
 /** What is missing for the sandboxes to work here, each as a sentence naming the fix; empty when nothing is. */
-export async function missingPrerequisites(): Promise<string[]> {
+export function missingPrerequisites(): string[] {
   const missing: string[] = [];
   if (process.platform !== 'linux') return [`bubblewrap sandboxes need Linux (this is ${process.platform})`];
   const uid = process.getuid?.();

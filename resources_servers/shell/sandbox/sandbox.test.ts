@@ -109,14 +109,14 @@ function holdCommands(t: TestContext, sandbox: Sandbox, commands: string[]): Hel
   const runs = commands.map((command) => sandbox.runCommand(command));
   let early: string | undefined;
   let released = false;
-  runs.forEach((run, i) =>
+  for (const [i, run] of runs.entries()) {
     run.then(
       (result) => {
         if (!released) early ??= `${commands[i]} ended before its release: ${JSON.stringify(result)}`;
       },
       (err: unknown) => (early ??= `${commands[i]} failed: ${String(err)}`),
-    ),
-  );
+    );
+  }
   const release = async (): Promise<CommandResult[]> => {
     released = true;
     writeFileSync(path.join(dir, 'stop'), '');
