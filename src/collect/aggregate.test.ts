@@ -80,7 +80,7 @@ test('strippedRowOf never builds the trajectory of a well-formed line', () => {
   const big = `{"reward":1,"response":{"output":["${'r'.repeat(1_000_000)}"],"usage":{"input_tokens":1}},"_ng_task_index":0}`;
   const original = JSON.parse;
   let longest = 0;
-  JSON.parse = ((text: string, ...rest: []) => {
+  JSON.parse = ((text: string, ...rest: []): unknown => {
     longest = Math.max(longest, text.length);
     return original(text, ...rest);
   }) as typeof JSON.parse;

@@ -134,8 +134,8 @@ export function agentMetricsSource(agents: AgentDirectory): MetricsSource {
   };
 }
 
-export const localMetricsSource: MetricsSource = async (_agent, verifyResponses) =>
-  computeAggregateMetrics(verifyResponses);
+export const localMetricsSource: MetricsSource = (_agent, verifyResponses) =>
+  Promise.resolve(computeAggregateMetrics(verifyResponses));
 
 export interface AggregateEntry {
   agent_ref: { name: string };

@@ -15,7 +15,17 @@ import {
   type FakeRunHandler,
 } from '../testing/fake-agent.js';
 import type { Row } from '../runfiles/row.js';
-import { lineCount, readJsonl, runGym, spawnGym, tempDir, writeJsonl, type GymResult } from '../../test/support/cli.js';
+import type { AggregateEntry } from './aggregate.js';
+import {
+  keysOf,
+  lineCount,
+  readJsonl,
+  runGym,
+  spawnGym,
+  tempDir,
+  writeJsonl,
+  type GymResult,
+} from '../../test/support/cli.js';
 import { eventually } from '../../test/support/wait.js';
 
 interface Rig {
@@ -103,9 +113,9 @@ describe('routing', () => {
     assert.equal(calls[0]![0]!.responses_create_params, undefined);
     assert.deepEqual(Object.keys(calls[0]![0]!.response as Row), ['usage']);
 
-    const metrics = JSON.parse(readFileSync(r.file('out/rollouts_aggregate_metrics.json'), 'utf8'));
-    assert.equal(metrics[0].agent_metrics['mean/reward'], 0.5);
-    assert.deepEqual(metrics[0].rollout_counts, {
+    const metrics = JSON.parse(readFileSync(r.file('out/rollouts_aggregate_metrics.json'), 'utf8')) as AggregateEntry[];
+    assert.equal(metrics[0]!.agent_metrics['mean/reward'], 0.5);
+    assert.deepEqual(metrics[0]!.rollout_counts, {
       tasks: 4,
       expected_rollouts: 4,
       completed_rollouts: 2,
@@ -190,12 +200,7 @@ describe('materialized inputs', () => {
       _ng_rollout_index: 0,
     });
     assert.equal(r.agents.my_agent!.runs.length, 8);
-    assert.deepEqual(
-      readJsonl(r.file('r.jsonl'))
-        .map((s) => `${s._ng_task_index}:${s._ng_rollout_index}`)
-        .sort(),
-      ['0:0', '0:1', '0:2', '0:3', '1:0', '1:1', '7:0', '7:1'],
-    );
+    assert.deepEqual(keysOf(readJsonl(r.file('r.jsonl'))), ['0:0', '0:1', '0:2', '0:3', '1:0', '1:1', '7:0', '7:1']);
   });
 
   test('per-agent num_repeats with _default; an agent_ref in the row wins over --agent', async () => {
@@ -205,9 +210,9 @@ describe('materialized inputs', () => {
     assert.equal(res.code, 0, res.stderr);
     assert.equal(r.agents.alpha!.runs.length, 1);
     assert.deepEqual(r.agents.beta!.runs.map((run) => run._ng_rollout_index as number).sort(), [0, 1, 2]);
-    const metrics = JSON.parse(readFileSync(r.file('r_aggregate_metrics.json'), 'utf8'));
+    const metrics = JSON.parse(readFileSync(r.file('r_aggregate_metrics.json'), 'utf8')) as AggregateEntry[];
     assert.deepEqual(
-      metrics.map((m: Row) => (m.agent_ref as Row).name),
+      metrics.map((m) => m.agent_ref.name),
       ['alpha', 'beta'],
     );
   });

@@ -59,9 +59,9 @@ import { CollectorTraces } from './trace.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
-  out(line: string): void;
+  out: (line: string) => void;
   /** Warnings (stderr). */
-  warn(line: string): void;
+  warn: (line: string) => void;
   progressStream: ProgressOptions['stream'];
   env: NodeJS.ProcessEnv;
 }

@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { findFreePort } from '../config/index.js';
+import type { AggregateEntry } from './aggregate.js';
 import { reply, startScriptedService, type ScriptedService } from '../testing/index.js';
 import { lineCount, readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
 import { addendsOf, counterEvalArgs, solveCounterTask } from '../../test/support/live-run.js';
@@ -54,9 +55,11 @@ test('the counter environment and the remote agent, started by gym eval run, end
   assert.equal(failures[0]!._ng_task_index, 4);
   assert.equal(failures[0]!._ng_rollout_index, 0);
 
-  const metrics = JSON.parse(readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'));
-  assert.equal(metrics[0].agent_ref.name, 'remote_agent');
-  assert.equal(metrics[0].key_metrics['mean/reward'], 1);
+  const metrics = JSON.parse(
+    readFileSync(path.join(dir, 'out/rollouts_aggregate_metrics.json'), 'utf8'),
+  ) as AggregateEntry[];
+  assert.equal(metrics[0]!.agent_ref.name, 'remote_agent');
+  assert.equal(metrics[0]!.key_metrics['mean/reward'], 1);
   assert.match(
     res.stdout,
     /5 tasks, 5 rollouts expected: 4 completed, 1 failed \(1 retryable, 0 terminal\), 0 missing/,

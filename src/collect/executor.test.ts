@@ -19,7 +19,7 @@ describe('createInProcessQueue', () => {
         inFlight++;
         peak = Math.max(peak, inFlight);
         const held = gate();
-        gates.set(j.task, held.open);
+        gates.set(j.task, () => held.open());
         await held.opened;
         inFlight--;
         return { task: j.task };
@@ -45,7 +45,7 @@ describe('createInProcessQueue', () => {
   test('a failing result handler stops the queue: the next submit or drain rejects with its error', async () => {
     const queue = createInProcessQueue({
       concurrency: 4,
-      execute: async (j) => ({ task: j.task }),
+      execute: (j) => Promise.resolve({ task: j.task }),
       onResult: () => {
         throw new Error('disk full');
       },

@@ -92,7 +92,7 @@ test('two shards merged and aggregated through the agents equal the single run',
   const merged = readJsonl(file('merged/m.jsonl'));
   const single = readJsonl(file('single/r.jsonl'));
   assert.deepEqual(
-    merged.map((r) => `${r._ng_task_index}:${r._ng_rollout_index}`),
+    merged.map((r) => `${r._ng_task_index as number}:${r._ng_rollout_index as number}`),
     keysOf(single),
     'merged rows are sorted by (task, rollout) and are exactly the single run’s',
   );

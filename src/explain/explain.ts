@@ -37,9 +37,10 @@ function byRollout(rows: readonly FoundRow[]): Map<number | undefined, FoundRow[
 }
 
 function inFlightNote(files: RunFiles, selection: Selection): string | undefined {
-  const entries = Array.isArray(files.status?.in_flight) ? files.status.in_flight : [];
+  const inFlight = files.status?.in_flight;
+  const entries: readonly unknown[] = Array.isArray(inFlight) ? inFlight : [];
   const entry = entries.find(
-    (item: unknown) =>
+    (item) =>
       isPlainObject(item) &&
       item.task_index === selection.task &&
       (selection.rollout === undefined || item.rollout_index === selection.rollout),

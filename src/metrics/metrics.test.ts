@@ -8,7 +8,8 @@ import { describe as describeStats, numericFields } from './stats.js';
 const SQRT_HALF = Math.sqrt(0.5);
 const close = (actual: unknown, expected: number, what: string): void => {
   assert.equal(typeof actual, 'number', `${what} is a number`);
-  assert.ok(Math.abs((actual as number) - expected) < 1e-9, `${what}: ${actual} ≈ ${expected}`);
+  const value = actual as number;
+  assert.ok(Math.abs(value - expected) < 1e-9, `${what}: ${value} ≈ ${expected}`);
 };
 
 const usage = (input: number, output: number) => ({

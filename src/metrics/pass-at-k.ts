@@ -176,7 +176,7 @@ export function computeSubsetMetrics(
   for (const rollouts of tasks) {
     const value = rollouts[0]?.[subsetKey];
     if (value === undefined || value === null || value === '' || value === false || value === 0) continue;
-    const key = String(value);
+    const key = typeof value === 'string' ? value : JSON.stringify(value);
     if (!subsets.has(key)) subsets.set(key, []);
     subsets.get(key)!.push([...rollouts]);
   }

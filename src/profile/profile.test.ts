@@ -7,7 +7,8 @@ import { readJsonl, runGym, tempDir, writeJsonl } from '../../test/support/cli.j
 
 const close = (actual: unknown, expected: number, what: string): void => {
   assert.equal(typeof actual, 'number', `${what} is a number`);
-  assert.ok(Math.abs((actual as number) - expected) < 1e-9, `${what}: ${actual} ≈ ${expected}`);
+  const value = actual as number;
+  assert.ok(Math.abs(value - expected) < 1e-9, `${what}: ${value} ≈ ${expected}`);
 };
 
 let dir = '';

@@ -45,7 +45,7 @@ export async function collectWithBackend(global: GlobalConfig, options: Producer
       ...options,
       agents,
       // No agent is reachable from here: stages come from nowhere, metrics from a worker serving the agent.
-      stageSource: options.stageSource ?? { poll: async () => [] },
+      stageSource: options.stageSource ?? { poll: () => Promise.resolve([]) },
       metricsSource: remoteMetricsSource({
         client,
         queueUrl: address.url,

@@ -2,7 +2,7 @@
  * One plain Redis connection (registry, roster, results, outage watch) with the settings every tsgym connection
  * uses, plus auto-pipelining: the commands of one event-loop turn (many workers' results) share one write.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { connectionOptions, type QueueAddress } from './protocol.js';
 
 export function connect(address: QueueAddress, name: string): Redis {

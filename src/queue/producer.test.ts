@@ -30,7 +30,7 @@ const WAIT_MS = 60_000;
 /** Bound of one test: process starts and whole runs on a busy machine. */
 const TEST_MS = 240_000;
 
-const closers: Array<() => Promise<unknown> | unknown> = [];
+const closers: Array<() => unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
 });

@@ -28,7 +28,7 @@ import type { Row } from '../runfiles/row.js';
 import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import { eventually, gate, type Gate } from '../../test/support/wait.js';
 
-const closers: Array<() => Promise<unknown> | unknown> = [];
+const closers: Array<() => unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
 });

@@ -59,7 +59,7 @@ export interface RedisBackendOptions {
   outageMs: number;
   /** What to tell the user to run to resume (printed when the run fails for an outage). */
   resumeCommand: string;
-  warn(line: string): void;
+  warn: (line: string) => void;
 }
 
 interface WorkerStats {
@@ -68,11 +68,18 @@ interface WorkerStats {
 }
 
 export interface RedisBackend {
-  create<J extends RolloutJob>(options: InProcessQueueOptions<J>): RolloutQueue<J>;
+  create: <J extends RolloutJob>(options: InProcessQueueOptions<J>) => RolloutQueue<J>;
   /** For the progress line: workers connected and per-worker throughput. */
-  describe(): string;
+  describe: () => string;
   /** Releases every connection (idempotent); called however the collection ended. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
+}
+
+/** A failure row's error for a warning line: its text, or the JSON of whatever else an agent wrote there. */
+function errorTextOf(row: Row): string {
+  const { error } = row;
+  if (error === undefined || error === null) return '';
+  return typeof error === 'string' ? error : JSON.stringify(error);
 }
 
 function rate(stats: WorkerStats, now: number): string {
@@ -112,9 +119,8 @@ export function createRedisBackend(options: RedisBackendOptions): RedisBackend {
   const link = new CollectorLink(options);
   // Plain functions, not methods: the collector passes them on detached from this object.
   return {
-    create<J extends RolloutJob>(queueOptions: InProcessQueueOptions<J>): RolloutQueue<J> {
-      return new RedisRolloutQueue(link, queueOptions);
-    },
+    create: <J extends RolloutJob>(queueOptions: InProcessQueueOptions<J>): RolloutQueue<J> =>
+      new RedisRolloutQueue(link, queueOptions),
     describe: () => link.describe(),
     close: () => link.close(),
   };
@@ -306,7 +312,7 @@ class RedisRolloutQueue<J extends RolloutJob> implements RolloutQueue<J> {
     }
     if (result.lost === undefined && routeOf(row) === 'failures') {
       warn(
-        `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${String(row.error ?? '').slice(0, 300)}`,
+        `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${errorTextOf(row).slice(0, 300)}`,
       );
     }
     return row;

@@ -74,8 +74,8 @@ export interface RemoteMetricsOptions {
   /** How long an offer waits for a worker serving the agent to claim it. */
   waitMs: number;
   /** The agents served right now, for the message when nobody claims. */
-  served(): Promise<string[]>;
-  log(line: string): void;
+  served: () => Promise<string[]>;
+  log: (line: string) => void;
 }
 
 /** The producer's side: a `MetricsSource` that hands the rows to a worker serving the agent. */
@@ -184,8 +184,8 @@ export function serveAggregations(options: {
   client: Redis;
   agents: AgentDirectory;
   id: string;
-  stopping(): boolean;
-  log(line: string): void;
+  stopping: () => boolean;
+  log: (line: string) => void;
 }): AggregationServer {
   const { client, agents, id, log } = options;
   const source = agentMetricsSource(agents);

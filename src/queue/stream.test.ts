@@ -18,7 +18,7 @@ import { eventually, gate } from '../../test/support/wait.js';
 /** Upper bound of every wait for something that takes milliseconds on a quiet machine. */
 const WAIT_MS = 60_000;
 
-const closers: Array<() => Promise<unknown> | unknown> = [];
+const closers: Array<() => unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
 });

@@ -59,8 +59,8 @@ export async function waitForServedAgents(options: {
   client: Redis;
   queueUrl: string;
   waitMs: number;
-  check(agents: AgentDirectory): Promise<void>;
-  out(line: string): void;
+  check: (agents: AgentDirectory) => Promise<void>;
+  out: (line: string) => void;
 }): Promise<AgentDirectory> {
   const { client, queueUrl, waitMs, out } = options;
   const deadline = Date.now() + waitMs;

@@ -37,7 +37,7 @@ export interface WorkerOptions {
   drainMs: number;
   /** How long a job waits for this machine's agent while it refuses connections before going back to the queue. */
   agentWaitMs: number;
-  log(line: string): void;
+  log: (line: string) => void;
 }
 
 export interface RunningWorker {

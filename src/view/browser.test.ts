@@ -177,8 +177,8 @@ describe('gym view in Chromium', () => {
     await page.goto(`${server.url}/compare`);
     const verdicts = Object.fromEntries(
       await Promise.all(
-        (await page.locator('#compare tbody tr').all()).map(async (row) => [
-          await row.getAttribute('data-task'),
+        (await page.locator('#compare tbody tr').all()).map(async (row): Promise<[string, string[]]> => [
+          String(await row.getAttribute('data-task')),
           (await row.locator('td').allTextContents()).slice(1, 5),
         ]),
       ),

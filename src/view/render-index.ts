@@ -5,7 +5,7 @@
  */
 import { runCharts } from './charts.js';
 import { href, html, page, type SafeHtml } from './html.js';
-import { RowReader, STATUSES, type RolloutIndex, type RowEntry, type Status } from './rollout-index.js';
+import { fieldText, RowReader, STATUSES, type RolloutIndex, type RowEntry, type Status } from './rollout-index.js';
 import { describeSteps, trajectoryOf } from './trajectory.js';
 import type { RunStatus } from './status-file.js';
 
@@ -131,7 +131,7 @@ async function rowHtml(entry: RowEntry, reader: RowReader): Promise<SafeHtml> {
     error = 'this line changed since it was indexed; reload the page';
   }
   return html`<tr>
-<td class="num"><a href="${detailHref(entry)}">${String(entry.task ?? '—')}</a></td><td class="num">${String(entry.rollout ?? '—')}</td>
+<td class="num"><a href="${detailHref(entry)}">${fieldText(entry.task, '—')}</a></td><td class="num">${fieldText(entry.rollout, '—')}</td>
 <td class="num">${entry.attempt}</td><td>${entry.agent}</td><td class="num">${formatReward(entry.reward)}</td>
 <td class="status-${entry.status}">${entry.status}</td><td>${steps || html`<span class="muted">none</span>`}</td>
 <td>${error ?? ''}</td><td><a href="${detailHref(entry)}">view</a></td></tr>`;
@@ -202,7 +202,7 @@ export function liveSection(index: RolloutIndex, status: RunStatus | undefined):
       : html`<table id="recent"><thead><tr><th>Task</th><th>Rollout</th><th>Attempt</th><th>Agent</th><th>Reward</th><th>Status</th><th></th></tr></thead><tbody>${recent.map(
           (
             entry,
-          ) => html`<tr data-key="${keyAttr(entry.task, entry.rollout, entry.attempt)}"><td class="num">${String(entry.task ?? '—')}</td><td class="num">${String(entry.rollout ?? '—')}</td>
+          ) => html`<tr data-key="${keyAttr(entry.task, entry.rollout, entry.attempt)}"><td class="num">${fieldText(entry.task, '—')}</td><td class="num">${fieldText(entry.rollout, '—')}</td>
 <td class="num">${entry.attempt}</td><td>${entry.agent}</td><td class="num">${formatReward(entry.reward)}</td><td class="status-${entry.status}">${entry.status}</td><td><a href="${detailHref(entry)}">view</a></td></tr>`,
         )}</tbody></table>`;
   return html`<div id="live-body" data-state="${index.progress() ? 'running' : state}" data-generation="${index.generation}">

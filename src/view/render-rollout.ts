@@ -4,7 +4,7 @@ import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { href, html, page, type SafeHtml } from './html.js';
 import { detailHref, formatReward } from './render-index.js';
-import type { RolloutIndex, RowEntry } from './rollout-index.js';
+import { fieldText, type RolloutIndex, type RowEntry } from './rollout-index.js';
 import { describeSteps, itemType, responseOf, trajectoryOf } from './trajectory.js';
 
 /** JSON text shown indented when it parses as an object or array; anything else as written. */
@@ -59,7 +59,7 @@ function itemHtml(item: unknown, position: number, callNames: ReadonlyMap<string
     case 'function_call':
       return itemCard(
         type,
-        html`${position}. call <code>${String(row.name ?? '?')}</code>`,
+        html`${position}. call <code>${fieldText(row.name, '?')}</code>`,
         callId,
         block(prettyValue(row.arguments ?? '')),
       );
@@ -78,7 +78,7 @@ function itemHtml(item: unknown, position: number, callNames: ReadonlyMap<string
     case 'message':
       return itemCard(
         type,
-        html`${position}. ${String(row.role ?? 'assistant')} message`,
+        html`${position}. ${fieldText(row.role, 'assistant')} message`,
         undefined,
         contentHtml(row.content),
       );
@@ -157,7 +157,7 @@ function errorHtml(row: Row, entry: RowEntry): SafeHtml {
   if (entry.status === 'ok') return html``;
   const error = typeof row.error === 'string' ? row.error : JSON.stringify(row.error ?? null, null, 2);
   return html`<h2>Error</h2><div class="error">${block(error)}
-<p class="muted">failure class <code>${String(row[NG.failureClass] ?? '—')}</code> · ${
+<p class="muted">failure class <code>${fieldText(row[NG.failureClass], '—')}</code> · ${
     entry.status === 'failed-terminal' ? 'terminal (never retried)' : 'retryable (resume runs it again)'
   }</p></div>`;
 }
@@ -202,7 +202,7 @@ export function renderRolloutPage(index: RolloutIndex, entry: RowEntry, row: Row
     items.length > 0
       ? itemsHtml(items)
       : html`<p class="muted">${entry.status === 'ok' ? 'The response has no output items.' : 'No partial trajectory was recorded (the rollout failed before any step returned).'}</p>`;
-  const title = `Task ${String(entry.task ?? '—')} · rollout ${String(entry.rollout ?? '—')}`;
+  const title = `Task ${fieldText(entry.task, '—')} · rollout ${fieldText(entry.rollout, '—')}`;
   const body = html`${neighbours(index, entry)}
 <h1>${title}${entry.attempt > 0 ? ` · attempt ${entry.attempt}` : ''}</h1>
 ${keyValues(facts)}

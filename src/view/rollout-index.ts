@@ -20,6 +20,15 @@ export type Status = 'ok' | 'failed' | 'failed-terminal';
 export const STATUSES: readonly Status[] = ['ok', 'failed', 'failed-terminal'];
 const SOURCES: readonly Source[] = ['main', 'failures'];
 
+/**
+ * A row's field as the pages show it: a string as written, `absent` for a missing or null field, any other JSON
+ * value (a number, or the odd object a hand-edited line holds) as its JSON text.
+ */
+export function fieldText(value: unknown, absent: string): string {
+  if (value === undefined || value === null) return absent;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 /** One indexed row, materialized from the columns for a page. */
 export interface RowEntry {
   /** Position in indexing order. */
@@ -300,7 +309,7 @@ export class RolloutIndex {
     const ref = row.agent_ref;
     c.agent.set(id, this.nameId(isPlainObject(ref) && typeof ref.name === 'string' ? ref.name : '(no agent_ref)'));
     c.status.set(id, STATUS_CODE[status]);
-    c.failureClass.set(id, failed ? this.nameId(String(failureClass ?? 'unknown')) + 1 : 0);
+    c.failureClass.set(id, failed ? this.nameId(fieldText(failureClass, 'unknown')) + 1 : 0);
     const response = failed ? row[NG.partialResponse] : row.response;
     const usage = isPlainObject(response) ? response.usage : undefined;
     const tokens = isPlainObject(usage) && typeof usage.total_tokens === 'number' ? usage.total_tokens : Number.NaN;
@@ -375,7 +384,7 @@ export class RolloutIndex {
       const bNum = !Number.isNaN(b);
       if (aNum && bNum) return a - b;
       if (aNum !== bNum) return aNum ? -1 : 1;
-      return String(key(a, ia, which) ?? '').localeCompare(String(key(b, ib, which) ?? ''));
+      return fieldText(key(a, ia, which), '').localeCompare(fieldText(key(b, ib, which), ''));
     };
     const task = c.task.data;
     const rollout = c.rollout.data;
