@@ -23,7 +23,6 @@ export const INVALID_ROW = 'invalid_row';
 const EXCERPT_CHARS = 500;
 
 // The builder moved to the run files layer; src/queue/redis-queue.ts still imports it from here.
-export { failureRow } from '../runfiles/row.js';
 
 /**
  * Why a row cannot be sent at all (undefined when it can). The common shapes are settled by the contract's fast

@@ -16,9 +16,10 @@
 import type { Redis } from 'ioredis';
 import { MAX_ENVELOPED_JSON_DEPTH, parseBoundedJson } from '../bounded-json/index.js';
 import { GymError } from '../errors.js';
-import type { Row } from '../runfiles/row.js';
 import type { InProcessQueueOptions, RolloutJob, RolloutQueue } from '../collect/executor.js';
-import { failureRow, routeOf } from '../collect/routing.js';
+import { routeOf } from '../collect/routing.js';
+import { NG } from '../runfiles/ng-keys.js';
+import { failureRow, type Row } from '../runfiles/row.js';
 import { exportRequested } from '../tracing/spans.js';
 import { connect } from './connection.js';
 import { ensureGroup, fieldOf, jobFields, jobsKey, nextEntryId, parseJobs, streamEntries } from './jobs-stream.js';
@@ -312,7 +313,7 @@ class RedisRolloutQueue<J extends RolloutJob> implements RolloutQueue<J> {
     }
     if (result.lost === undefined && routeOf(row) === 'failures') {
       warn(
-        `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row._ng_failure_class)}): ${errorTextOf(row).slice(0, 300)}`,
+        `Failure on worker ${result.worker}: task ${job.task} rollout ${job.rollout} (${String(row[NG.failureClass])}): ${errorTextOf(row).slice(0, 300)}`,
       );
     }
     return row;

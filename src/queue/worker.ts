@@ -10,6 +10,7 @@
 import type { Redis } from 'ioredis';
 import type { AgentDirectory } from '../collect/agents.js';
 import type { RolloutExecutor } from '../collect/executor.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { AgentReachability, isUndelivered } from '../collect/reachability.js';
 import { httpAgentExecutor, routeOf } from '../collect/routing.js';
@@ -282,7 +283,7 @@ class QueueWorker implements RunningWorker {
       return HAND_BACK;
     }
     const route = routeOf(row);
-    if (route === 'failures') row._ng_worker = id;
+    if (route === 'failures') row[NG.worker] = id;
     trace.finish(row, route);
     // The result and the job's acknowledgement go to Redis in one step (consumer.ts): if this worker dies
     // before, the job is run again and the collector drops the second answer.

@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { App, type Listening } from '../http/server.js';
 import { computeAggregateMetrics, type TaskMetricsHook } from '../metrics/metrics.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 
 /** What the scripted agent answers to one `/run`. */
@@ -27,14 +28,14 @@ export const fakeReply = {
         response: fakeResponse(),
         reward: 0,
         error,
-        _ng_failure_class: options.failureClass ?? 'remote_agent_error',
-        ...(options.terminal ? { _ng_failure_terminal: true } : {}),
+        [NG.failureClass]: options.failureClass ?? 'remote_agent_error',
+        ...(options.terminal ? { [NG.failureTerminal]: true } : {}),
       },
     };
   },
   /** 200 with a kill-shaped result, persisted nowhere. */
   noPersist(row: Row): FakeRunReply {
-    return { kind: 'json', status: 200, body: { ...row, reward: 0, _ng_no_persist: true } };
+    return { kind: 'json', status: 200, body: { ...row, reward: 0, [NG.noPersist]: true } };
   },
   status(status: number, text: string): FakeRunReply {
     return { kind: 'raw', status, text };

@@ -13,6 +13,7 @@ import { findFreePort, installRoot, loadGlobalConfig } from '../../config/index.
 import { isPlainObject } from '../../config/types.js';
 import { jsonValueText } from '../../contract/records.js';
 import { UsageError } from '../../errors.js';
+import { NG } from '../../runfiles/ng-keys.js';
 import type { Row } from '../../runfiles/row.js';
 import type { ParsedCommand } from '../argv.js';
 import {
@@ -152,7 +153,7 @@ async function firstTrajectory(file: string): Promise<Trajectory | undefined> {
       const output = isPlainObject(row.response) ? row.response.output : undefined;
       const items = Array.isArray(output) ? (output as TrajectoryItem[]) : [];
       return {
-        task: row._ng_task_index,
+        task: row[NG.taskIndex],
         reward: row.reward,
         shape: items.map((item) => String(item.type)).join(' → '),
         steps: items.map(describeItem),
