@@ -2,14 +2,14 @@
 # The project's test command (`npm test`, and what .ci/run calls): provision the machine programs the tests drive for
 # real, build, then run every test. The tests start real programs — Redis for the distributed queue, Debian's
 # Chromium for the viewer's browser tests, bubblewrap for the shell environment's sandbox, python3 for the Python
-# servers, iproute2 for the multi-host test's network namespaces, Prometheus to scrape the servers' /metrics — so a
-# missing one is installed here when this shell can (root with apt-get), and otherwise named in one line with the
-# command that installs it, before anything runs.
+# servers, Debian's python3-scipy to check the statistics against, iproute2 for the multi-host test's network
+# namespaces, Prometheus to scrape the servers' /metrics — so a missing one is installed here when this shell can
+# (root with apt-get), and otherwise named in one line with the command that installs it, before anything runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # program on PATH (or absolute path) -> Debian package that provides it
-declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [prometheus]=prometheus [/usr/bin/chromium]=chromium [bwrap]=bubblewrap [ip]=iproute2)
+declare -A NEEDS=([python3]=python3 [redis-server]=redis-server [prometheus]=prometheus [/usr/bin/chromium]=chromium [bwrap]=bubblewrap [ip]=iproute2 [/usr/lib/python3/dist-packages/scipy]=python3-scipy)
 missing=()
 for program in "${!NEEDS[@]}"; do
   if [[ $program == /* ]]; then [ -x "$program" ] || missing+=("${NEEDS[$program]}"); else command -v "$program" >/dev/null || missing+=("${NEEDS[$program]}"); fi

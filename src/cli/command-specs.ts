@@ -81,9 +81,29 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
   },
   'eval profile': {
     summary: "Per-task reward statistics from a run's materialized inputs and rollouts (no servers needed).",
-    flags: [FLAGS.config, FLAGS.searchDir, FLAGS.inputs, FLAGS.rollouts, FLAGS.json],
+    flags: [
+      FLAGS.config,
+      FLAGS.searchDir,
+      FLAGS.inputs,
+      FLAGS.rollouts,
+      FLAGS.json,
+      FLAGS.bootstrap,
+      FLAGS.seed,
+      FLAGS.groupBy,
+    ],
     examples: [
       'gym eval profile --inputs results/rollouts_materialized_inputs.jsonl --rollouts results/rollouts.jsonl',
+      'gym eval profile --rollouts results/rollouts.jsonl --bootstrap 10000 --seed 7 --group-by difficulty',
+    ],
+  },
+  'eval compare': {
+    summary:
+      'Pair two runs task by task: the mean difference with a paired 95% interval, the tasks that flipped, McNemar where it applies, and a verdict (better, worse, inconclusive).',
+    flags: [FLAGS.jsonFile, FLAGS.margin, FLAGS.failOn],
+    positionals: ['baseline', 'candidate'],
+    examples: [
+      'gym eval compare baseline/rollouts.jsonl candidate/rollouts.jsonl',
+      'gym eval compare a.jsonl b.jsonl --margin 0.02 --json compare.json --fail-on worse',
     ],
   },
   'eval aggregate': {
@@ -174,7 +194,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
 /** Commands of two words (`gym env start`): the group and its actions. */
 export const COMMAND_GROUPS: Record<string, string[]> = {
   env: ['start', 'status', 'stop', 'resolve'],
-  eval: ['run', 'profile', 'aggregate', 'explain'],
+  eval: ['run', 'profile', 'compare', 'aggregate', 'explain'],
   agent: ['check'],
   new: ['environment', 'service'],
 };

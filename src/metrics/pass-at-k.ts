@@ -25,6 +25,11 @@ export interface PassMajorityOptions {
   scoreFn?: ScoreFn;
   /** Field holding the extracted answer: enables `majority@k` and the `no_answer` score. */
   answerKey?: string;
+  /**
+   * Also `pass^{k}/{name}` (tau-bench's pass^k: all k succeed). Off for environments' hooks, whose metrics keep the
+   * reference's keys; `gym eval profile` turns it on.
+   */
+  passHatK?: boolean;
 }
 
 function toScores(raw: ReturnType<ScoreFn>): Scores {
@@ -42,6 +47,14 @@ function passAtKUnbiased(n: number, incorrect: number, k: number): number {
   let ratio = 1;
   for (let i = 0; i < k; i++) ratio *= (incorrect - i) / (n - i);
   return 1 - ratio;
+}
+
+/** C(correct, k) / C(n, k): the chance that k rollouts drawn without replacement all succeed (tau-bench's pass^k). */
+function passHatKUnbiased(n: number, correct: number, k: number): number {
+  if (correct < k) return 0;
+  let ratio = 1;
+  for (let i = 0; i < k; i++) ratio *= (correct - i) / (n - i);
+  return ratio;
 }
 
 const percentMean = (values: readonly number[]): number => 100 * mean(values);
@@ -78,13 +91,17 @@ export function computePassMajorityMetrics(
   for (let k = 1; k <= maxK; k++) {
     for (const name of scoreNames) {
       const passValues: number[] = [];
+      const allPassValues: number[] = [];
       const avgValues: number[] = [];
       for (const taskScores of scores) {
         const vals = taskScores.filter((s) => name in s).map((s) => s[name]!);
         if (vals.length >= k && vals.length > 0) {
           const binary = vals.every((v) => v === 0 || v === 1);
-          if (binary) passValues.push(passAtKUnbiased(vals.length, vals.filter((v) => v === 0).length, k));
-          else passValues.push(Math.max(...vals.slice(0, k)));
+          const failures = vals.filter((v) => v === 0).length;
+          passValues.push(binary ? passAtKUnbiased(vals.length, failures, k) : Math.max(...vals.slice(0, k)));
+          allPassValues.push(
+            binary ? passHatKUnbiased(vals.length, vals.length - failures, k) : Math.min(...vals.slice(0, k)),
+          );
         }
         const firstK = taskScores
           .slice(0, k)
@@ -93,6 +110,7 @@ export function computePassMajorityMetrics(
         if (firstK.length > 0) avgValues.push(mean(firstK));
       }
       if (passValues.length > 0) metrics[`pass@${k}/${name}`] = percentMean(passValues);
+      if (options.passHatK && allPassValues.length > 0) metrics[`pass^${k}/${name}`] = percentMean(allPassValues);
       if (avgValues.length > 0) metrics[`pass@1[avg-of-${k}]/${name}`] = percentMean(avgValues);
 
       if (answerKey !== undefined) {

@@ -27,12 +27,17 @@ import {
 import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 import { computePassMajorityMetrics } from '../metrics/pass-at-k.js';
+import { describeUncertainty, type BootstrapOptions } from '../metrics/uncertainty.js';
 
 export interface ProfileOptions {
   inputsPath: string;
   rolloutsPath: string;
   allowPartial: boolean;
   warn: (line: string) => void;
+  /** A seeded cluster bootstrap interval (`ci95_bootstrap/*`) next to the Student t one. */
+  bootstrap?: BootstrapOptions;
+  /** A field of the rollouts (or of their input rows) whose values split each agent's metrics: `<value>/mean/reward`. */
+  groupBy?: string;
 }
 
 export interface CompletionSummary {
@@ -264,20 +269,65 @@ function taskGroups(results: ProfiledResult[], tasks: Map<number, TaskFacts>): R
   });
 }
 
-/** One agent-metrics entry per agent: statistics, pass@k over its tasks, and its outcome counts. */
-function agentEntries(results: ProfiledResult[], ledger: OutcomeLedger): Row[] {
+/** Statistics with their intervals, then pass@k and pass^k, over one set of results (an agent's, or a subset). */
+function metricsOf(entries: readonly ProfiledResult[], bootstrap: BootstrapOptions | undefined): Row {
+  const byTask = new Map<number, Row[]>();
+  for (const entry of entries) {
+    const list = byTask.get(entry.task) ?? [];
+    list.push(entry.result);
+    byTask.set(entry.task, list);
+  }
+  return {
+    ...describeAll(entries),
+    ...describeUncertainty(entries, bootstrap),
+    ...computePassMajorityMetrics([...byTask.values()], { passHatK: true }).metrics,
+  };
+}
+
+/** The value of the grouping field for a result: the rollout's own field, else its task's input row's. */
+function groupValueOf(entry: ProfiledResult, field: string, tasks: Map<number, TaskFacts>): string {
+  const own = entry.result[field];
+  const value = own ?? tasks.get(entry.task)?.sample[field];
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return 'none';
+}
+
+/** Each value of the grouping field's metrics, keys prefixed with the value (as the reference's subset metrics are). */
+function subsetMetrics(
+  entries: readonly ProfiledResult[],
+  options: ProfileOptions,
+  tasks: Map<number, TaskFacts>,
+): Row {
+  const field = options.groupBy;
+  if (field === undefined) return {};
+  const subsets = new Map<string, ProfiledResult[]>();
+  for (const entry of entries) {
+    const value = groupValueOf(entry, field, tasks);
+    const list = subsets.get(value) ?? [];
+    list.push(entry);
+    subsets.set(value, list);
+  }
+  const out: Row = {};
+  for (const value of [...subsets.keys()].sort()) {
+    for (const [key, metric] of Object.entries(metricsOf(subsets.get(value)!, options.bootstrap))) {
+      if (key !== 'per_sample_aggregate') out[`${value}/${key}`] = metric;
+    }
+  }
+  return out;
+}
+
+/** One agent-metrics entry per agent: statistics with intervals, pass@k over its tasks, and its outcome counts. */
+function agentEntries(
+  results: ProfiledResult[],
+  ledger: OutcomeLedger,
+  options: ProfileOptions,
+  tasks: Map<number, TaskFacts>,
+): Row[] {
   return ledger.agents().map((agent) => {
     const mine = results.filter((entry) => entry.agent === agent);
-    const byTask = new Map<number, Row[]>();
-    for (const entry of mine) {
-      const list = byTask.get(entry.task) ?? [];
-      list.push(entry.result);
-      byTask.set(entry.task, list);
-    }
-    const passAtK = computePassMajorityMetrics([...byTask.values()]).metrics;
     return {
-      ...describeAll(mine),
-      ...passAtK,
+      ...metricsOf(mine, options.bootstrap),
+      ...subsetMetrics(mine, options, tasks),
       rollout_counts: countsJson(ledger.counts(agent)),
       agent_ref: { name: agent },
     };
@@ -320,7 +370,7 @@ export async function profileRollouts(options: ProfileOptions): Promise<ProfileR
   const ledger = expected.ledger.build();
 
   const groups = taskGroups(results, expected.tasks);
-  const agents = agentEntries(results, ledger);
+  const agents = agentEntries(results, ledger, options, expected.tasks);
   const overall = ledger.total();
   const completion = completionOf(overall, expected.tasks);
 
@@ -358,6 +408,64 @@ function table(rows: string[][]): string[] {
   );
 }
 
+function interval(value: unknown): string {
+  if (!Array.isArray(value) || value.length !== 2) return '-';
+  return `[${num(value[0])}, ${num(value[1])}]`;
+}
+
+/** The reward's interval in one sentence: what it is centred on and how many tasks it rests on. */
+function rewardIntervalLine(agent: Row, prefix = ''): string | undefined {
+  const ci = agent[`${prefix}ci95/reward`];
+  const tasks = agent[`${prefix}num_tasks`];
+  if (agent[`${prefix}mean/reward`] === undefined) return undefined;
+  if (ci === null || ci === undefined)
+    return `  reward: no interval from ${num(tasks)} task (it needs two tasks or more).`;
+  const boot = agent[`${prefix}ci95_bootstrap/reward`];
+  return (
+    `  reward 95% CI ${interval(ci)} (Student t over ${num(tasks)} task means, standard error ${num(agent[`${prefix}stderr/reward`])})` +
+    (boot === undefined ? '.' : `; bootstrap ${interval(boot)}.`)
+  );
+}
+
+function agentLines(agent: Row, report: ProfileReport): string[] {
+  const name = (agent.agent_ref as { name: string }).name;
+  const counts = report.ledger.counts(name);
+  const attempted = counts.completed + counts.failedRetryable + counts.failedTerminal;
+  const lines = [
+    '',
+    `Agent ${name}: ${counts.tasks} tasks, ${counts.expected} rollouts expected: ${counts.completed} completed, ${counts.failedRetryable + counts.failedTerminal} failed (${counts.failedRetryable} retryable, ${counts.failedTerminal} terminal), ${counts.missing} missing.`,
+    `  mean reward ${num(counts.completed > 0 ? counts.rewardSum / counts.completed : undefined)} over ${counts.completed} completed; ${num(attempted > 0 ? counts.rewardSum / attempted : undefined)} over ${attempted} attempted with failures counted as 0.`,
+  ];
+  const rewardLine = rewardIntervalLine(agent);
+  if (rewardLine) lines.push(rewardLine);
+  const columns = statColumns(agent);
+  if (columns.length > 0) {
+    const rows = [
+      ['  metric', 'mean', 'ci95', ...STAT_NAMES.slice(1)],
+      ...columns.map((column) => [
+        `  ${column}`,
+        num(agent[`mean/${column}`]),
+        interval(agent[`ci95/${column}`]),
+        ...STAT_NAMES.slice(1).map((stat) => num(agent[`${stat}/${column}`])),
+      ]),
+    ];
+    lines.push(...table(rows));
+  }
+  const passKeys = Object.keys(agent).filter((key) => /^pass[@^]\d+\/|^pass@1\[avg-of-\d+\]\/[^/]+$/.test(key));
+  if (passKeys.length > 0) lines.push(...table(passKeys.map((key) => [`  ${key}`, num(agent[key])])));
+  const subsets = Object.keys(agent)
+    .filter((key) => key.endsWith('/num_tasks'))
+    .map((key) => key.slice(0, -'num_tasks'.length));
+  for (const prefix of subsets) {
+    lines.push(
+      `  ${prefix.slice(0, -1)}: mean reward ${num(agent[`${prefix}mean/reward`])} over ${num(agent[`${prefix}num_rollouts`])} rollouts of ${num(agent[`${prefix}num_tasks`])} tasks`,
+    );
+    const line = rewardIntervalLine(agent, prefix);
+    if (line) lines.push(`  ${line}`);
+  }
+  return lines;
+}
+
 export function describeProfile(report: ProfileReport): string[] {
   const c = report.completion;
   const lines = [
@@ -367,26 +475,7 @@ export function describeProfile(report: ProfileReport): string[] {
     `Reward profiling outputs: ${report.outputs.rewardProfiling}`,
     `Agent-level metrics: ${report.outputs.agentMetrics}`,
   ];
-  for (const agent of report.agents) {
-    const name = (agent.agent_ref as { name: string }).name;
-    const counts = report.ledger.counts(name);
-    const attempted = counts.completed + counts.failedRetryable + counts.failedTerminal;
-    lines.push(
-      '',
-      `Agent ${name}: ${counts.tasks} tasks, ${counts.expected} rollouts expected: ${counts.completed} completed, ${counts.failedRetryable + counts.failedTerminal} failed (${counts.failedRetryable} retryable, ${counts.failedTerminal} terminal), ${counts.missing} missing.`,
-      `  mean reward ${num(counts.completed > 0 ? counts.rewardSum / counts.completed : undefined)} over ${counts.completed} completed; ${num(attempted > 0 ? counts.rewardSum / attempted : undefined)} over ${attempted} attempted with failures counted as 0.`,
-    );
-    const columns = statColumns(agent);
-    if (columns.length > 0) {
-      const rows = [
-        ['  metric', ...STAT_NAMES],
-        ...columns.map((column) => [`  ${column}`, ...STAT_NAMES.map((stat) => num(agent[`${stat}/${column}`]))]),
-      ];
-      lines.push(...table(rows));
-    }
-    const passKeys = Object.keys(agent).filter((key) => /^pass@\d+\/|^pass@1\[avg-of-\d+\]\/[^/]+$/.test(key));
-    if (passKeys.length > 0) lines.push(...table(passKeys.map((key) => [`  ${key}`, num(agent[key])])));
-  }
+  for (const agent of report.agents) lines.push(...agentLines(agent, report));
   return lines;
 }
 

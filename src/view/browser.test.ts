@@ -192,6 +192,13 @@ describe('gym view in Chromium', () => {
       (await page.locator('.compare-summary').textContent()) ?? '',
       /3 tasks: 1 improved, 1 regressed, 1 unchanged/,
     );
+    // Deltas +0.75, −1, 0: mean −0.0833, paired t interval ±4.303 × 0.5069 (as gym eval compare computes it).
+    const difference = page.locator('.compare-verdict');
+    assert.equal(await difference.getAttribute('data-verdict'), 'inconclusive');
+    assert.match(
+      (await difference.textContent()) ?? '',
+      /over 3 paired tasks: -0\.0833, 95% CI \[-2\.26\d*, \+2\.09\d*\]/,
+    );
     await screenshot(page, 'compare');
 
     await page.locator('#compare tr[data-task="1"] a', { hasText: 'side by side' }).click();

@@ -9,6 +9,7 @@ import { detailHref, formatNumber, formatReward, parsePageNumber, ViewRequestErr
 import { inputHtml, itemsHtml } from './render-rollout.js';
 import { RowReader, type RolloutIndex, type RowEntry } from './rollout-index.js';
 import { trajectoryOf } from './trajectory.js';
+import { studentT, verdictOf } from '../metrics/intervals.js';
 
 export type Verdict = 'improved' | 'regressed' | 'unchanged' | 'only-a' | 'only-b';
 const VERDICTS: readonly Verdict[] = ['improved', 'regressed', 'unchanged', 'only-a', 'only-b'];
@@ -91,6 +92,20 @@ function labelOf(task: number | string): string {
 }
 
 const fmt = (value: number | undefined): string => (value === undefined ? '—' : formatNumber(value));
+const signed = (value: number): string => `${value > 0 ? '+' : ''}${formatNumber(value)}`;
+
+/** The paired difference over the tasks both runs have, with the same interval and verdict as gym eval compare. */
+function differenceHtml(all: readonly TaskComparison[]): SafeHtml {
+  const deltas = all.flatMap((t) => (t.delta === undefined ? [] : [t.delta]));
+  const estimate = studentT(deltas);
+  if (!estimate) return html`<p class="compare-verdict muted">No task is in both runs: nothing to compare.</p>`;
+  const verdict = verdictOf(estimate.ci95, 0);
+  const interval =
+    estimate.ci95 === null
+      ? 'no interval (it needs two paired tasks or more)'
+      : `95% CI [${signed(estimate.ci95[0])}, ${signed(estimate.ci95[1])}]`;
+  return html`<p class="compare-verdict" data-verdict="${verdict}">Mean difference B − A over ${estimate.n} paired tasks: <strong>${signed(estimate.mean)}</strong>, ${interval} (paired Student t) — verdict: <strong class="verdict-${verdict}">${verdict}</strong> <span class="muted">(gym eval compare A B gives the same, with --margin and --json)</span></p>`;
+}
 
 export function renderComparePage(a: RolloutIndex, b: RolloutIndex, query: URLSearchParams, pageSize: number): string {
   const verdictText = query.get('verdict') ?? '';
@@ -124,6 +139,7 @@ export function renderComparePage(a: RolloutIndex, b: RolloutIndex, query: URLSe
 <p class="compare-summary"><strong>${all.length} tasks</strong>: <span class="verdict-improved">${counts.improved} improved</span>, <span class="verdict-regressed">${counts.regressed} regressed</span>, ${counts.unchanged} unchanged${
     counts['only-a'] + counts['only-b'] > 0 ? `, ${counts['only-a']} only in A, ${counts['only-b']} only in B` : ''
   } <span class="muted">(per task: mean reward over its rollouts' final rows, failures as 0)</span></p>
+${differenceHtml(all)}
 ${filters}${pager}
 <table id="compare"><thead><tr><th>Task</th><th>Mean reward A</th><th>Mean reward B</th><th>B − A</th><th>Verdict</th><th></th></tr></thead><tbody>${shown.map(
     (

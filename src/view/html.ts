@@ -69,7 +69,7 @@ figure.chart figcaption { font-weight: 600; font-size: .9rem; } figure.chart svg
 svg .axis { stroke: var(--muted); } svg .grid { stroke: var(--line); } svg text { fill: currentColor; font-size: 10px; } svg .axis-label { fill: var(--muted); }
 .legend span { margin-right: .8rem; font-size: .8rem; } .legend i { display: inline-block; width: .8rem; height: .5rem; margin-right: .25rem; }
 .side-by-side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; } .side-by-side > div { min-width: 0; }
-.verdict-improved { color: var(--ok); } .verdict-regressed { color: var(--bad); } .verdict-unchanged { color: var(--muted); }
+.verdict-improved, .verdict-better { color: var(--ok); } .verdict-regressed, .verdict-worse { color: var(--bad); } .verdict-unchanged, .verdict-inconclusive { color: var(--muted); }
 `;
 
 /**

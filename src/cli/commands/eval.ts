@@ -2,7 +2,7 @@
  * `gym eval run`, `gym eval profile`, `gym eval aggregate`: configuration in, the collect/profile machinery out.
  */
 import { loadGlobalConfig, type GlobalConfig } from '../../config/index.js';
-import { readSwitch } from '../../config/switch.js';
+import { readNumber, readSwitch, readText } from '../../config/switch.js';
 import { ConfigError } from '../../errors.js';
 import { applyLogFormat } from '../../logging/log.js';
 import type { AgentDirectory } from '../../collect/agents.js';
@@ -10,6 +10,7 @@ import type { CollectIO } from '../../collect/collect.js';
 import { headServerAddress, parseCollectionConfig, requireKeys } from '../../collect/config.js';
 import { raiseTierUpBudget } from '../../collect/tiering.js';
 import { checkOutputPath, materializedInputsPathFor } from '../../runfiles/paths.js';
+import type { ProfileOptions } from '../../profile/profile.js';
 import type { ParsedCommand } from '../argv.js';
 
 // Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
@@ -152,10 +153,22 @@ export async function evalProfile(cmd: ParsedCommand): Promise<number> {
     rolloutsPath: String(config.rollouts_jsonl_fpath),
     allowPartial: readSwitch(config, 'allow_partial_rollouts'),
     warn: stderrLine,
+    ...profileExtras(config),
   });
   if (readSwitch(config, 'json')) stdoutLine(JSON.stringify(profileJson(report)));
   else for (const line of describeProfile(report)) stdoutLine(line);
   return 0;
+}
+
+/** `--bootstrap N [--seed S]` and `--group-by FIELD`, when given. */
+function profileExtras(config: GlobalConfig): Pick<ProfileOptions, 'bootstrap' | 'groupBy'> {
+  const samples = readNumber(config, 'bootstrap_samples', { min: 1, max: 1_000_000, integer: true });
+  const seed = readNumber(config, 'bootstrap_seed', { min: 0, max: 2 ** 32 - 1, integer: true }) ?? 0;
+  const groupBy = readText(config, 'group_by');
+  return {
+    ...(samples === undefined ? {} : { bootstrap: { samples, seed } }),
+    ...(groupBy === undefined ? {} : { groupBy }),
+  };
 }
 
 export async function evalAggregate(cmd: ParsedCommand): Promise<number> {
