@@ -32,6 +32,7 @@ const LAYERS = [
   ['src/scaffold/'],
   ['src/collect/'],
   ['src/profile/'],
+  ['src/compare/'],
   ['src/queue/'],
   ['src/view/'],
   ['src/explain/'],
