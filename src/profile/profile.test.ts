@@ -99,7 +99,12 @@ test('per task and per agent statistics, pass@k and the outcome counts match han
     res.stdout,
     /mean reward 0\.6667 over 3 completed; 0\.4000 over 5 attempted with failures counted as 0\./,
   );
-  assert.match(res.stdout, /^ {2}reward +0\.6667 +1 +0 +1 +0\.5774$/m);
+  // The interval rests on the two tasks with a completed rollout (means 0.5 and 1): 0.75 ± t(0.975, 1) × 0.25.
+  assert.match(res.stdout, /^ {2}reward +0\.6667 +\[-2\.4266, 3\.9266\] +1 +0 +1 +0\.5774$/m);
+  assert.match(
+    res.stdout,
+    /^ {2}reward 95% CI \[-2\.4266, 3\.9266\] \(Student t over 2 task means, standard error 0\.2500\)\.$/m,
+  );
 
   const groups = readJsonl(file('r_reward_profiling.jsonl'));
   assert.deepEqual(
