@@ -30,6 +30,8 @@ const LAYERS = [
   ['src/supervisor/'],
   ['src/check/'],
   ['src/scaffold/'],
+  // Rollout health over a run's files: the collector and the viewer report it.
+  ['src/health/'],
   ['src/collect/'],
   ['src/profile/'],
   ['src/compare/'],

@@ -20,6 +20,8 @@ export interface ArtifactPaths {
   aggregateMetrics: string;
   /** The live state `gym eval run` keeps current (src/collect/status.ts). */
   status: string;
+  /** The rollout health checks' report (src/health/health.ts), written after a run and by `gym eval health`. */
+  qualitySummary: string;
 }
 
 export function artifactPaths(rolloutsPath: string): ArtifactPaths {
@@ -29,7 +31,12 @@ export function artifactPaths(rolloutsPath: string): ArtifactPaths {
     materializedInputs: sibling(rolloutsPath, '_materialized_inputs.jsonl'),
     aggregateMetrics: sibling(rolloutsPath, '_aggregate_metrics.json'),
     status: statusPathFor(rolloutsPath),
+    qualitySummary: qualitySummaryPathFor(rolloutsPath),
   };
+}
+
+export function qualitySummaryPathFor(rolloutsPath: string): string {
+  return sibling(rolloutsPath, '_quality_summary.json');
 }
 
 export function statusPathFor(rolloutsPath: string): string {
