@@ -123,6 +123,13 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
       'gym eval explain results/rollouts.jsonl 812:1 --input-row > task812_1.jsonl',
     ],
   },
+  'eval health': {
+    summary:
+      "Check a run's rollouts from its files alone (duplicates, missing and failed rollouts, timeouts, max_steps, unanswered tool calls, empty answers, rewards outside [0, 1], missing usage, repeats that never differ), write <stem>_quality_summary.json and print one line; exits 0 whatever it finds.",
+    flags: [FLAGS.json],
+    positionals: ['rollouts'],
+    examples: ['gym eval health results/rollouts.jsonl', 'gym eval health results/rollouts.jsonl --json'],
+  },
   quickstart: {
     summary:
       'Run a small example end to end (environment, remote agent, a demo agent service) to check the installation.',
@@ -194,7 +201,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
 /** Commands of two words (`gym env start`): the group and its actions. */
 export const COMMAND_GROUPS: Record<string, string[]> = {
   env: ['start', 'status', 'stop', 'resolve'],
-  eval: ['run', 'profile', 'compare', 'aggregate', 'explain'],
+  eval: ['run', 'profile', 'compare', 'aggregate', 'explain', 'health'],
   agent: ['check'],
   new: ['environment', 'service'],
 };

@@ -309,10 +309,27 @@ export function healthLine(summary: QualitySummary): string {
   );
 }
 
-/** Check a run's files and write `<stem>_quality_summary.json` beside it: what `gym eval run` and `gym eval health` do. */
-export async function reportRunHealth(rolloutsPath: string): Promise<{ summary: QualitySummary; path: string }> {
+/**
+ * Check a run's files and write `<stem>_quality_summary.json` beside it: what `gym eval run` and `gym eval health` do.
+ * `written` is false, with the reason, when the summary could not be written (a read-only run directory): the checks
+ * are a report, and a report that cannot be saved is still printed.
+ */
+export async function reportRunHealth(
+  rolloutsPath: string,
+): Promise<{ summary: QualitySummary; path: string; unwritten?: string }> {
   const summary = await checkHealth(runHealthFiles(rolloutsPath));
   const file = artifactPaths(rolloutsPath).qualitySummary;
-  writeQualitySummary(file, summary);
+  try {
+    writeQualitySummary(file, summary);
+  } catch (err) {
+    return { summary, path: file, unwritten: (err as NodeJS.ErrnoException).code ?? String(err) };
+  }
   return { summary, path: file };
+}
+
+/** The artefact line: where the summary is, or why it is not there. */
+export function summaryPathLine(report: { path: string; unwritten?: string }): string {
+  return report.unwritten === undefined
+    ? `Quality summary: ${report.path}`
+    : `Quality summary: not written (${report.unwritten} writing ${report.path})`;
 }
