@@ -133,11 +133,19 @@ describe('routing', () => {
       res.stdout,
       /Mean reward 0\.5000 over 2 completed; 0\.3333 over 3 attempted with failures counted as 0/,
     );
+    // The run's health, checked on the files just written: the failed and the never-persisted rollout.
+    assert.match(
+      res.stdout,
+      /\nRollout health: 4 checked, 2 healthy, 2 unhealthy \(rollout_missing 1, rollout_failed 1\)\n/,
+    );
+    const health = JSON.parse(readFileSync(r.file('out/rollouts_quality_summary.json'), 'utf8')) as Row;
+    assert.deepEqual([health.checked, health.healthy, health.unhealthy], [4, 2, 2]);
     for (const name of [
       'rollouts_materialized_inputs.jsonl',
       'rollouts.jsonl',
       'rollouts_failures.jsonl',
       'rollouts_aggregate_metrics.json',
+      'rollouts_quality_summary.json',
     ]) {
       assert.ok(res.stdout.includes(path.join('out', name)), `summary names ${name}`);
     }

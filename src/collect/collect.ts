@@ -56,6 +56,7 @@ import { agentStatusSource, RunStatusBoard, type StageSource } from './status.js
 import { STEP_LATENCY_KEY } from '../contract/gym-wire.js';
 import type { HopSpan } from '../tracing/types.js';
 import { CollectorTraces } from './trace.js';
+import { healthReportLines, runHealthFiles } from '../health/health.js';
 
 export interface CollectIO {
   /** Informational lines (stdout). */
@@ -502,13 +503,17 @@ export async function collectRollouts(options: CollectOptions): Promise<number> 
     throw new AgentUnreachable([...reachability.abandoned().values()], ledger, paths, options.resumeCommand);
   }
   const aggregation = await aggregate(options, paths, ledger);
+  // A report on the files just written (src/health/), after the metrics as in NeMo Gym.
+  const health = await healthReportLines(runHealthFiles(paths.rollouts), paths.qualitySummary, io.warn);
 
   for (const line of describeLedger(ledger)) io.out(line);
+  if (health.line !== undefined) io.out(health.line);
   io.out('Finished rollout collection! View results at:');
   io.out(`Fully materialized inputs: ${paths.materializedInputs}`);
   io.out(`Rollouts: ${paths.rollouts}`);
   io.out(`Failures: ${paths.failures}`);
   io.out(`Aggregate metrics: ${aggregation.written ? paths.aggregateMetrics : 'None'}`);
+  io.out(health.pathLine);
   const total = ledger.total();
   const retryable = total.missing + total.failedRetryable - stats.atAttemptCap;
   if (retryable > 0) {

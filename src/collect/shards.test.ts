@@ -88,6 +88,13 @@ test('two shards merged and aggregated through the agents equal the single run',
     res.stdout,
     /Finished rollout aggregation! View results at:\nMerged rollouts: merged\/m\.jsonl\nAggregate metrics: merged\/m_aggregate_metrics\.json/,
   );
+  // Health over the merged file with each shard's sidecar and inputs: the one failed rollout (4:1); the fake agent
+  // answers every repeat alike, a warning for each task with two completed repeats.
+  assert.match(
+    res.stdout,
+    /\nRollout health: 12 checked, 11 healthy, 1 unhealthy \(rollout_failed 1; warnings: task_degenerate_repeats 5 tasks\)\n/,
+  );
+  assert.match(res.stdout, /\nQuality summary: merged\/m_quality_summary\.json\n/);
 
   const merged = readJsonl(file('merged/m.jsonl'));
   const single = readJsonl(file('single/r.jsonl'));

@@ -22,6 +22,7 @@ import { agentNameOfRow, describeLedger, LedgerBuilder, rewardOf, type OutcomeLe
 import { artifactPaths, failuresPathFor, isDerivedArtifact, materializedInputsPathFor } from '../runfiles/paths.js';
 import type { Row } from '../runfiles/row.js';
 import { NG } from '../runfiles/ng-keys.js';
+import { healthReportLines, type HealthFiles } from '../health/health.js';
 
 export interface AggregateShardsOptions {
   inputGlob: string;
@@ -184,6 +185,15 @@ async function writeMetrics(
   return { metricsPath, failed: errors.length };
 }
 
+/** What was aggregated, for the health checks: the merged file (or the shards) with every shard's sidecar and inputs. */
+function aggregatedFiles(options: AggregateShardsOptions, shards: readonly string[]): HealthFiles {
+  return {
+    rollouts: options.mergeShards ? [options.outputPath] : [...shards],
+    failures: shards.map(failuresPathFor).filter((file) => existsSync(file)),
+    materializedInputs: shards.map(materializedInputsPathFor).filter((file) => existsSync(file)),
+  };
+}
+
 export async function aggregateShards(options: AggregateShardsOptions): Promise<number> {
   const { out } = options;
   const shards = matchShards(options.inputGlob, options.outputPath, options.warn);
@@ -194,9 +204,13 @@ export async function aggregateShards(options: AggregateShardsOptions): Promise<
 
   const outcomes = tally.ledger.build();
   const { metricsPath, failed } = await writeMetrics(options, tally.input, outcomes);
+  const summaryPath = artifactPaths(options.outputPath).qualitySummary;
+  const health = await healthReportLines(aggregatedFiles(options, shards), summaryPath, options.warn);
   for (const line of describeLedger(outcomes)) out(line);
+  if (health.line !== undefined) out(health.line);
   out('Finished rollout aggregation! View results at:');
   out(`Merged rollouts: ${options.mergeShards ? options.outputPath : '<not merged>'}`);
   out(`Aggregate metrics: ${metricsPath}`);
+  out(health.pathLine);
   return failed === 0 ? 0 : 1;
 }

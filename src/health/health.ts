@@ -291,14 +291,21 @@ export function writeQualitySummary(file: string, summary: QualitySummary): void
 }
 
 /** `Rollout health: N checked, H healthy, U unhealthy (check count, …; warnings: task check count tasks)`. */
-export function healthLine(summary: QualitySummary): string {
-  const found = (Object.keys(CHECKS) as CheckName[]).filter((name) => summary.checks[name].count > 0);
-  const rollouts = found
-    .filter((name) => CHECKS[name] === 'rollout')
-    .map((name) => `${name} ${summary.checks[name].count}`);
-  const tasks = found
-    .filter((name) => CHECKS[name] === 'task')
-    .map((name) => `${name} ${summary.checks[name].count} task${summary.checks[name].count === 1 ? '' : 's'}`);
+export type HealthCounts = Pick<QualitySummary, 'checked' | 'healthy' | 'unhealthy'> & {
+  /** Partial: a summary written by an older tsgym may lack a check. */
+  checks: Partial<Record<CheckName, { count: number }>>;
+};
+
+export function healthLine(summary: HealthCounts): string {
+  const counted = (Object.keys(CHECKS) as CheckName[])
+    .map((name) => ({ name, count: summary.checks[name]?.count ?? 0 }))
+    .filter(({ count }) => count > 0);
+  const rollouts = counted
+    .filter(({ name }) => CHECKS[name] === 'rollout')
+    .map(({ name, count }) => `${name} ${count}`);
+  const tasks = counted
+    .filter(({ name }) => CHECKS[name] === 'task')
+    .map(({ name, count }) => `${name} ${count} task${count === 1 ? '' : 's'}`);
   const parts = [
     ...(rollouts.length > 0 ? [rollouts.join(', ')] : []),
     ...(tasks.length > 0 ? [`warnings: ${tasks.join(', ')}`] : []),
@@ -309,27 +316,55 @@ export function healthLine(summary: QualitySummary): string {
   );
 }
 
+export interface HealthReport {
+  summary: QualitySummary;
+  /** Where the summary was written, or would have been. */
+  path: string;
+  /** Why the summary could not be written (e.g. EACCES), when it was not. */
+  unwritten?: string;
+}
+
 /**
- * Check a run's files and write `<stem>_quality_summary.json` beside it: what `gym eval run` and `gym eval health` do.
- * `written` is false, with the reason, when the summary could not be written (a read-only run directory): the checks
- * are a report, and a report that cannot be saved is still printed.
+ * Check the files and write the summary to `summaryPath`. A summary that cannot be written (a read-only run
+ * directory) is still returned, with the reason: the checks are a report, and a report not saved is still printed.
  */
-export async function reportRunHealth(
-  rolloutsPath: string,
-): Promise<{ summary: QualitySummary; path: string; unwritten?: string }> {
-  const summary = await checkHealth(runHealthFiles(rolloutsPath));
-  const file = artifactPaths(rolloutsPath).qualitySummary;
+export async function reportHealth(files: HealthFiles, summaryPath: string): Promise<HealthReport> {
+  const summary = await checkHealth(files);
   try {
-    writeQualitySummary(file, summary);
+    writeQualitySummary(summaryPath, summary);
   } catch (err) {
-    return { summary, path: file, unwritten: (err as NodeJS.ErrnoException).code ?? String(err) };
+    return { summary, path: summaryPath, unwritten: (err as NodeJS.ErrnoException).code ?? String(err) };
   }
-  return { summary, path: file };
+  return { summary, path: summaryPath };
+}
+
+/** A run's own files, its summary as `<stem>_quality_summary.json` beside them: `gym eval run` and `gym eval health`. */
+export function reportRunHealth(rolloutsPath: string): Promise<HealthReport> {
+  return reportHealth(runHealthFiles(rolloutsPath), artifactPaths(rolloutsPath).qualitySummary);
 }
 
 /** The artefact line: where the summary is, or why it is not there. */
-export function summaryPathLine(report: { path: string; unwritten?: string }): string {
+export function summaryPathLine(report: HealthReport): string {
   return report.unwritten === undefined
     ? `Quality summary: ${report.path}`
     : `Quality summary: not written (${report.unwritten} writing ${report.path})`;
+}
+
+/**
+ * What `gym eval run` and `gym eval aggregate` print after their files are written: the health line (none when the
+ * files could not be checked) and the summary's artefact line. A report only: a check that fails is a warning, and
+ * the command ends as it would have.
+ */
+export async function healthReportLines(
+  files: HealthFiles,
+  summaryPath: string,
+  warn: (line: string) => void,
+): Promise<{ line: string | undefined; pathLine: string }> {
+  try {
+    const report = await reportHealth(files, summaryPath);
+    return { line: healthLine(report.summary), pathLine: summaryPathLine(report) };
+  } catch (err) {
+    warn(`Rollout health was not checked: ${err instanceof Error ? err.message : String(err)}`);
+    return { line: undefined, pathLine: 'Quality summary: None' };
+  }
 }

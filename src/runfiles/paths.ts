@@ -59,7 +59,12 @@ export function profilePaths(rolloutsPath: string): { rewardProfiling: string; a
 }
 
 /** Files the collector and profiler write beside a rollouts file: never shards themselves. */
-export const DERIVED_SUFFIXES = ['_failures.jsonl', '_materialized_inputs.jsonl', '_reward_profiling.jsonl'] as const;
+export const DERIVED_SUFFIXES = [
+  '_failures.jsonl',
+  '_materialized_inputs.jsonl',
+  '_reward_profiling.jsonl',
+  '_quality_summary.json',
+] as const;
 
 export function isDerivedArtifact(file: string): boolean {
   return DERIVED_SUFFIXES.some((suffix) => path.basename(file).endsWith(suffix));

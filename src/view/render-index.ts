@@ -215,8 +215,9 @@ export async function renderIndexPage(
   status: RunStatus | undefined,
   query: IndexQuery,
   pageSize: number,
-  compareLink?: SafeHtml,
+  extras: { compareLink?: SafeHtml; health?: string } = {},
 ): Promise<string> {
+  const { compareLink, health } = extras;
   const wanted = query.statuses;
   const order = index.order();
   let matching: ArrayLike<number> = order;
@@ -245,6 +246,7 @@ export async function renderIndexPage(
   const live = href('/live', { run: index.runParam });
   const body = html`<h1>Rollouts: <code>${index.rolloutsPath}</code></h1>
 <p class="muted">${failuresLine}${compareLink ? html` · ${compareLink}` : ''}</p>
+${health === undefined ? '' : html`<p class="health">${health}</p>`}
 <section id="live" data-src="${live}">${liveSection(index, status)}</section>
 <h2>Charts</h2>
 <section id="charts" data-src="${href('/charts', { run: index.runParam })}">${runCharts(index, status)}</section>

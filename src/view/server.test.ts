@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.js';
 import { html } from './html.js';
 import { startViewServer, type ViewServer } from './server.js';
 import { appendRaw, HOSTILE, writeRun } from '../../test/support/view-runs.js';
+import { eventually } from '../../test/support/wait.js';
 
 const servers: ViewServer[] = [];
 after(() => Promise.all(servers.map((server) => server.close())));
@@ -94,6 +95,28 @@ describe('index page', () => {
       text,
       /data-chart="latency"><figcaption>Service latency per step<\/figcaption><p class="muted">No latency data: per-step service latency comes from &lt;stem&gt;_status\.json/,
     );
+  });
+
+  test('shows the rollout health line: computed from the files, then the saved summary once it is newer', async () => {
+    const run = writeRun();
+    const server = await serve(run.rollouts);
+    const healthOf = async (): Promise<string> => {
+      // The first load may only say the check is under way (a busy machine): the line comes on a later one.
+      let line = '';
+      await eventually(
+        async () => {
+          line = decode(/<p class="health">([\s\S]*?)<\/p>/.exec((await get(server, '/')).text)?.[1] ?? 'no line');
+          return !line.includes('checking the files');
+        },
+        { what: () => `the health line (last: ${line})`, timeoutMs: 60_000, intervalMs: 50 },
+      );
+      return line;
+    };
+    assert.equal(await healthOf(), 'Rollout health: 5 checked, 3 healthy, 2 unhealthy (rollout_failed 2)');
+    // What gym eval run or gym eval health wrote beside the run wins when it is no older than the files.
+    const summary = { checked: 7, healthy: 6, unhealthy: 1, checks: { rollout_usage_missing: { count: 1 } } };
+    writeFileSync(path.join(run.dir, 'rollouts_quality_summary.json'), JSON.stringify(summary));
+    assert.equal(await healthOf(), 'Rollout health: 7 checked, 6 healthy, 1 unhealthy (rollout_usage_missing 1)');
   });
 
   test('filters by status through the query string', async () => {

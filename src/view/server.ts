@@ -10,6 +10,7 @@ import { App, type GymReply, type GymRequest, type Listening } from '../http/ser
 import { runCharts } from './charts.js';
 import { renderComparePage, renderTaskSideBySide } from './compare.js';
 import { html, page } from './html.js';
+import { RunHealthLine } from './health-line.js';
 import { LIVE_SCRIPT } from './live-script.js';
 import { liveSection, parseIndexQuery, renderIndexPage, ViewRequestError } from './render-index.js';
 import { renderRolloutPage } from './render-rollout.js';
@@ -224,19 +225,22 @@ function answering(onError: ViewServerOptions['onError']): Answering {
 
 /** The index page of a run, its live section and its charts. */
 function addRunPages(app: App, runs: ViewedRuns, pageSize: number, answer: Answering): void {
+  const healthLines = new Map<string, RunHealthLine>();
+  const healthOf = (rolloutsPath: string): RunHealthLine => {
+    let health = healthLines.get(rolloutsPath);
+    if (!health) healthLines.set(rolloutsPath, (health = new RunHealthLine(rolloutsPath)));
+    return health;
+  };
   app.get(
     '/',
     answer(async (req) => {
       const index = await runs.of(req.query);
       const compareLink = runs.second ? html`<a href="/compare">compare A and B</a>` : undefined;
       return htmlReply(
-        await renderIndexPage(
-          index,
-          await readRunStatus(index.rolloutsPath),
-          parseIndexQuery(req.query),
-          pageSize,
-          compareLink,
-        ),
+        await renderIndexPage(index, await readRunStatus(index.rolloutsPath), parseIndexQuery(req.query), pageSize, {
+          ...(compareLink ? { compareLink } : {}),
+          health: await healthOf(index.rolloutsPath).line(),
+        }),
       );
     }),
   );
