@@ -51,6 +51,11 @@ test('the counter environment and the remote agent, started by gym eval run, end
   const failures = readJsonl(path.join(dir, 'out/rollouts_failures.jsonl'));
   assert.equal(failures.length, 1);
   assert.equal(failures[0]!._ng_failure_class, 'remote_agent_error');
+  assert.equal(
+    failures[0]!._ng_failure_code,
+    'REMOTE_HTTP_STATUS',
+    'the stable code, for tools that must not read the text',
+  );
   assert.match(String(failures[0]!.error), /HTTP 500/);
   assert.equal(failures[0]!._ng_task_index, 4);
   assert.equal(failures[0]!._ng_rollout_index, 0);

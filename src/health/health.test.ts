@@ -48,11 +48,12 @@ function ok(task: number, rollout: number, extra: { output?: unknown[]; response
   };
 }
 
-function failed(task: number, rollout: number, error: string): Row {
+function failed(task: number, rollout: number, error: string, code?: string): Row {
   return {
     reward: 0,
     error,
     _ng_failure_class: 'remote_agent_error',
+    ...(code === undefined ? {} : { _ng_failure_code: code }),
     _ng_task_index: task,
     _ng_rollout_index: rollout,
   };
@@ -129,19 +130,24 @@ describe('rollout health', () => {
     assert.equal(summary.run.artifacts.records, 3);
   });
 
-  test('a timeout is the last attempt ending on run_timeout_secs or a timed-out call', async () => {
+  test("a timeout is the last attempt's code naming one (run_timeout_secs or a call's bound); the message is not read", async () => {
     const summary = await check(
       [],
       [
-        failed(0, 0, '/run exceeded run_timeout_secs=5.0s (seed + agent/tool loop + verify)'),
-        failed(1, 0, 'agent loop failed: timed out after 2.0s (remote_responses_timeout_secs; …)'),
-        failed(1, 0, 'agent loop failed: HTTP 502'), // the retry failed otherwise: the rollout did not end on a timeout
+        failed(0, 0, '/run exceeded run_timeout_secs=5.0s', 'REMOTE_AGENT_RUN_TIMEOUT'),
+        failed(1, 0, 'agent loop failed: timed out after 2.0s', 'REMOTE_TIMEOUT'),
+        failed(1, 0, 'agent loop failed: HTTP 502', 'REMOTE_HTTP_STATUS'), // the retry failed otherwise
         failed(2, 0, 'agent loop failed: HTTP 500'),
+        failed(3, 0, 'the text says timed out, but no code says so'),
+        failed(4, 0, 'agent loop failed: timed out after 2.0s', 'REMOTE_TIMEOUT'),
       ],
     );
-    assert.deepEqual(found(summary), { rollout_failed: ['0:0', '1:0', '2:0'], rollout_timeout: ['0:0'] });
-    assert.equal(summary.checked, 3);
-    assert.equal(summary.unhealthy, 3);
+    assert.deepEqual(found(summary), {
+      rollout_failed: ['0:0', '1:0', '2:0', '3:0', '4:0'],
+      rollout_timeout: ['0:0', '4:0'],
+    });
+    assert.equal(summary.checked, 5);
+    assert.equal(summary.unhealthy, 5);
   });
 
   test('a function_call with no later function_call_output of its call_id is unanswered', async () => {

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isAssistantMessage } from '../contract/messages.js';
 import { isRecord } from '../contract/records.js';
+import { NG } from '../runfiles/ng-keys.js';
 import type { Row } from '../runfiles/row.js';
 
 /** The checks a success row can trip, in the order they are reported. */
@@ -103,11 +104,14 @@ export function successFindings(row: Row): SuccessCheck[] {
   return findings;
 }
 
-/** The texts tsgym's failures carry when a clock ran out: run_timeout_secs, the per-call and the /run request bounds. */
-const TIMEOUT_ERROR = /\brun_timeout_secs\b|\btimed out\b/i;
-
+/**
+ * A failure that a clock ended: its stable code (`_ng_failure_code`) names a timeout — the rollout's run_timeout_secs
+ * (REMOTE_AGENT_RUN_TIMEOUT), one service call's bound (REMOTE_TIMEOUT) or any other `…_TIMEOUT`. The message is
+ * never read; a row without a code (written before codes were recorded, or by another tool) counts as failed only.
+ */
 export function failureTimedOut(row: Row): boolean {
-  return typeof row.error === 'string' && TIMEOUT_ERROR.test(row.error);
+  const code = row[NG.failureCode];
+  return typeof code === 'string' && /(^|_)TIMEOUT$/.test(code);
 }
 
 /**

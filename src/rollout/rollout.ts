@@ -341,7 +341,9 @@ function rolloutFailureRow(
   clock?: RunClock,
 ): FailureRow {
   const error = isGymError(err) ? err.message : `unexpected error: ${describeError(err)}`;
-  const result = failureRow(row, FAILURE_CLASS, error, isGymError(err) && err.errorClass === 'terminal');
+  const result = isGymError(err)
+    ? failureRow(row, FAILURE_CLASS, error, err.errorClass === 'terminal', err.code)
+    : failureRow(row, FAILURE_CLASS, error, false);
   if (trajectory && !trajectory.isEmpty) {
     result[NG.partialResponse] = trajectory.toResponse();
     result[NG.stepLatencySecs] = trajectory.stepLatenciesSecs();

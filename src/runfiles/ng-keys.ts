@@ -58,6 +58,12 @@ const NG_KEYS = {
     value: 'text',
     meaning: 'what kind of failure a failure row records (e.g. remote_agent_error); its presence routes the row',
   },
+  failureCode: {
+    key: '_ng_failure_code',
+    value: 'text',
+    meaning:
+      "the failure's stable error code (e.g. REMOTE_TIMEOUT, REMOTE_AGENT_RUN_TIMEOUT): what tools read to tell kinds of failure apart, never the message",
+  },
   failureTerminal: {
     key: '_ng_failure_terminal',
     value: 'flag',

@@ -11,6 +11,7 @@ export const RESULT_KEYS = [
   'response',
   'error',
   NG.failureClass,
+  NG.failureCode,
   NG.noPersist,
   NG.failureTerminal,
   NG.failureJudgeError,

@@ -37,6 +37,7 @@ export type FailureRow = Row & { reward: number; response: ResponseObject; error
   > &
   OptionalNgFields<
     | typeof NG.failureTerminal
+    | typeof NG.failureCode
     | typeof NG.partialResponse
     | typeof NG.stepLatencySecs
     | typeof NG.usageFilled
@@ -47,14 +48,28 @@ export type FailureRow = Row & { reward: number; response: ResponseObject; error
   >;
 
 /** The routing flags a stale input row may carry; a failure row carries only the ones set for it. */
-const ROUTING_KEYS = [NG.failureClass, NG.failureTerminal, NG.noPersist, NG.failureJudgeError, 'error'] as const;
+const ROUTING_KEYS = [
+  NG.failureClass,
+  NG.failureCode,
+  NG.failureTerminal,
+  NG.noPersist,
+  NG.failureJudgeError,
+  'error',
+] as const;
 
 /**
  * The failure row of `row`: a copy with the stale routing flags removed, then `reward` 0, the placeholder
- * `response`, the `error`, the class and, when retrying cannot help, the terminal flag, in that order after the
- * row's own keys (keys the row already has keep their place). Evidence keys a caller adds go after these.
+ * `response`, the `error`, the class, the error's stable code when there is one and, when retrying cannot help, the
+ * terminal flag, in that order after the row's own keys (keys the row already has keep their place). Evidence keys a
+ * caller adds go after these.
  */
-export function failureRow(row: Row, failureClass: string, error: string, terminal: boolean): FailureRow {
+export function failureRow(
+  row: Row,
+  failureClass: string,
+  error: string,
+  terminal: boolean,
+  code?: string,
+): FailureRow {
   const copy: Row = { ...row };
   for (const key of ROUTING_KEYS) delete copy[key];
   // A re-fed failure row's latencies are not this attempt's (and must not reach the run status).
@@ -65,6 +80,7 @@ export function failureRow(row: Row, failureClass: string, error: string, termin
     error,
     [NG.failureClass]: failureClass,
   });
+  if (code !== undefined) out[NG.failureCode] = code;
   if (terminal) out[NG.failureTerminal] = true;
   return out;
 }
