@@ -264,3 +264,33 @@ test('gym eval compare: tasks in one run only are counted and named, and a bad f
   const wrongGate = await runGym(['eval', 'compare', runs.weak!, runs.strong!, '--fail-on', 'better'], { cwd: dir });
   assert.match(wrongGate.stderr, /--fail-on takes 'worse'/);
 });
+
+test('gym eval compare: a paired task whose dataset row differs (apart from the prompt) is named in a warning', async () => {
+  const same = await runGym(['eval', 'compare', runs.weak!, runs.strong!, '--json', path.join(dir, 'same.json')], {
+    cwd: dir,
+  });
+  const sameResult = JSON.parse(readFileSync(path.join(dir, 'same.json'), 'utf8')) as Comparison;
+  assert.equal(sameResult.tasks_with_different_rows.count, 0, 'both runs read one dataset');
+  assert.doesNotMatch(same.stdout, /Warning/);
+
+  const other = path.join(dir, 'other', 'rollouts.jsonl');
+  mkdirSync(path.dirname(other), { recursive: true });
+  writeJsonl(other, readJsonl(runs.strong!));
+  const inputs = readJsonl(runs.strong!.replace('.jsonl', '_materialized_inputs.jsonl')).map((row) =>
+    // Task 2 is another task here: its expected count differs. A changed prompt alone would not count.
+    row._ng_task_index === 2
+      ? { ...row, expected_count: 999 }
+      : { ...row, responses_create_params: { input: 'a reworded prompt' } },
+  );
+  writeJsonl(other.replace('.jsonl', '_materialized_inputs.jsonl'), inputs);
+  const res = await runGym(['eval', 'compare', runs.weak!, other, '--json', path.join(dir, 'other.json')], {
+    cwd: dir,
+  });
+  assert.equal(res.code, 0, res.stderr);
+  const result = JSON.parse(readFileSync(path.join(dir, 'other.json'), 'utf8')) as Comparison;
+  assert.deepEqual(result.tasks_with_different_rows, { count: 1, tasks: [2] });
+  assert.match(
+    res.stdout,
+    /Warning: 1 paired tasks have different dataset rows in the two runs \(apart from the prompt\): 2\./,
+  );
+});

@@ -29,6 +29,11 @@ export interface Comparison {
   baseline: RunSummary;
   candidate: RunSummary;
   tasks_paired: number;
+  /**
+   * Paired tasks whose dataset rows differ between the runs apart from the prompt (both runs' materialized inputs
+   * read): the same index may not be the same task, so the runs may not come from one dataset.
+   */
+  tasks_with_different_rows: TaskList;
   only_in_baseline: TaskList;
   only_in_candidate: TaskList;
   /** Means over the paired tasks of the per-task mean rewards. */
@@ -80,6 +85,12 @@ function mcnemarBlocker(paired: readonly number[], baseline: RunRewards, candida
   return undefined;
 }
 
+function rowsDiffer(task: number, baseline: RunRewards, candidate: RunRewards): boolean {
+  const a = baseline.taskIdentity.get(task);
+  const b = candidate.taskIdentity.get(task);
+  return a !== undefined && b !== undefined && a !== b;
+}
+
 export function compareRuns(baseline: RunRewards, candidate: RunRewards, margin: number): Comparison {
   const paired = [...baseline.tasks.keys()].filter((task) => candidate.tasks.has(task)).sort((a, b) => a - b);
   const baselineMeans = paired.map((task) => mean(baseline.tasks.get(task)!));
@@ -94,6 +105,7 @@ export function compareRuns(baseline: RunRewards, candidate: RunRewards, margin:
     baseline: summarize(baseline),
     candidate: summarize(candidate),
     tasks_paired: paired.length,
+    tasks_with_different_rows: listOf(paired.filter((task) => rowsDiffer(task, baseline, candidate))),
     only_in_baseline: onlyIn(baseline, candidate),
     only_in_candidate: onlyIn(candidate, baseline),
     baseline_mean: paired.length > 0 ? mean(baselineMeans) : null,
@@ -149,6 +161,11 @@ export function describeComparison(result: Comparison): string[] {
     runLine('Candidate', result.candidate),
     `Tasks paired: ${result.tasks_paired}; only in the baseline: ${result.only_in_baseline.count}; only in the candidate: ${result.only_in_candidate.count}.`,
   ];
+  if (result.tasks_with_different_rows.count > 0) {
+    lines.push(
+      `Warning: ${result.tasks_with_different_rows.count} paired tasks have different dataset rows in the two runs (apart from the prompt): ${shownTasks(result.tasks_with_different_rows)}. Tasks pair by index, so check that both runs used the same input file in the same order.`,
+    );
+  }
   if (result.only_in_baseline.count > 0) lines.push(`  only in the baseline: ${shownTasks(result.only_in_baseline)}`);
   if (result.only_in_candidate.count > 0)
     lines.push(`  only in the candidate: ${shownTasks(result.only_in_candidate)}`);

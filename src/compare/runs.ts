@@ -4,13 +4,14 @@
  * did not deliver it), as the viewer's compare page scores it. Rollouts are keyed by `_ng_task_index` and
  * `_ng_rollout_index`, so two runs of the same materialized inputs pair task by task.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import { scanRowsFile } from '../runfiles/jsonl.js';
 import { isRolloutKey, RolloutKeyTable } from '../runfiles/key-tables.js';
 import { NG } from '../runfiles/ng-keys.js';
 import { rewardOf } from '../runfiles/outcomes.js';
-import { failuresPathFor } from '../runfiles/paths.js';
+import { failuresPathFor, materializedInputsPathFor } from '../runfiles/paths.js';
 
 /** What one run says about each task: its rollouts' rewards, in no particular order. */
 export interface RunRewards {
@@ -20,6 +21,11 @@ export interface RunRewards {
   rollouts: number;
   /** Rollouts scored 0 because they only failed. */
   failedRollouts: number;
+  /**
+   * Per task, a digest of what identifies the task apart from its prompt (the dataset row's other fields: the
+   * expected answer, the verifier's inputs), from the run's materialized inputs; empty when the run has none.
+   */
+  taskIdentity: Map<number, string>;
 }
 
 /** Rewards as read, before grouping: a success wins over failures of the same rollout, whichever line comes first. */
@@ -52,7 +58,7 @@ class RewardTable {
     this.succeeded = succeeded;
   }
 
-  toRun(path: string): RunRewards {
+  toRun(path: string, taskIdentity: Map<number, string>): RunRewards {
     const tasks = new Map<number, number[]>();
     let failed = 0;
     this.slots.forEach((task, _rollout, slot) => {
@@ -61,7 +67,7 @@ class RewardTable {
       tasks.set(task, list);
       if (this.succeeded[slot] === 0) failed++;
     });
-    return { path, tasks, rollouts: this.count, failedRollouts: failed };
+    return { path, tasks, rollouts: this.count, failedRollouts: failed, taskIdentity };
   }
 }
 
@@ -103,5 +109,30 @@ export async function readRunRewards(
     });
     if (failures.torn) warn(`Ignoring the torn last line of ${sidecar} (line ${failures.torn.lineNo}).`);
   }
-  return table.toRun(rolloutsPath);
+  return table.toRun(rolloutsPath, await readTaskIdentity(materializedInputsPathFor(rolloutsPath)));
+}
+
+/**
+ * The prompt (`responses_create_params`) may differ between two runs on purpose — comparing prompts is what a
+ * comparison is for — and the agent does; the rest of a dataset row says which task it is.
+ */
+const NOT_IDENTITY = new Set(['responses_create_params', 'agent_ref']);
+
+function identityOf(row: Record<string, unknown>): string {
+  const hash = createHash('sha256');
+  for (const key of Object.keys(row).sort()) {
+    if (NOT_IDENTITY.has(key) || key.startsWith('_ng_')) continue;
+    hash.update(JSON.stringify([key, row[key]]));
+  }
+  return hash.digest('base64');
+}
+
+async function readTaskIdentity(inputsPath: string): Promise<Map<number, string>> {
+  const identity = new Map<number, string>();
+  if (!existsSync(inputsPath)) return identity;
+  await scanRowsFile(inputsPath, (row) => {
+    const task = row[NG.taskIndex];
+    if (Number.isSafeInteger(task) && !identity.has(task as number)) identity.set(task as number, identityOf(row));
+  });
+  return identity;
 }
