@@ -53,7 +53,12 @@ after(async () => {
 
 /** A kit service as the harness takes one: it reads `url` and `close` of it. */
 function asScripted(service: RunningService): ScriptedService {
-  return { url: service.url, port: service.port, calls: [], close: service.close } as unknown as ScriptedService;
+  return {
+    url: service.url,
+    port: service.port,
+    calls: [],
+    close: () => service.close(),
+  } as unknown as ScriptedService;
 }
 
 async function harnessWith(decide: Decide): Promise<Harness> {
@@ -80,7 +85,8 @@ const twoCalls: Decide = async (conversation, _tools, ctx) => {
     json: { model: 'x', input: text, stream: true },
     timeoutMs: 60_000,
   });
-  if (chat.status !== 200 || streamed.status !== 200) throw new Error(`model calls failed: ${chat.status} ${streamed.status}`);
+  if (chat.status !== 200 || streamed.status !== 200)
+    throw new Error(`model calls failed: ${chat.status} ${streamed.status}`);
   ctx.state.base = base;
   return { final: `done via ${base}` };
 };
@@ -142,13 +148,17 @@ describe('remote agent with model_server', () => {
     };
     const harness = await harnessWith(failing);
     try {
-      const row = await harness.run(basicRow('fail', { _ng_task_index: 5, _ng_rollout_index: 2, _ng_attempt_index: 1 }));
+      const row = await harness.run(
+        basicRow('fail', { _ng_task_index: 5, _ng_rollout_index: 2, _ng_attempt_index: 1 }),
+      );
       assert.equal(row._ng_failure_class, 'remote_agent_error');
       assert.equal(seenUrl, `${modelListening.url}/ng-rollout/5-2-a1/v1`);
       const capture = captureOf(row);
       assert.equal(capture.rollout_id, '5-2-a1');
       assert.equal(capture.calls.length, 2);
-      const named = await harness.run(basicRow('fail', { _ng_rollout_id: 'my.run_7', _ng_task_index: 0, _ng_rollout_index: 0 }));
+      const named = await harness.run(
+        basicRow('fail', { _ng_rollout_id: 'my.run_7', _ng_task_index: 0, _ng_rollout_index: 0 }),
+      );
       assert.equal(captureOf(named).rollout_id, 'my.run_7');
     } finally {
       await harness.close();
@@ -174,10 +184,13 @@ describe('remote agent with model_server', () => {
 
   it('without model_server the service is told nothing and rows carry no capture', async () => {
     const seen: (string | undefined)[] = [];
-    const service = await serve((_c, _t, ctx) => {
-      seen.push(ctx.modelBaseUrl);
-      return { final: 'ok' };
-    }, { port: 0 });
+    const service = await serve(
+      (_c, _t, ctx) => {
+        seen.push(ctx.modelBaseUrl);
+        return { final: 'ok' };
+      },
+      { port: 0 },
+    );
     const harness = await startHarness({ service: asScripted(service) });
     try {
       const row = await harness.run(basicRow('x', { _ng_task_index: 0, _ng_rollout_index: 0 }));

@@ -37,7 +37,12 @@ async function brain(call: ServiceCall): Promise<unknown> {
   if (typeof base !== 'string') return counterTaskReply(call);
   const res = await request(`${base}/chat/completions`, {
     method: 'POST',
-    json: { model: 'x', messages: [{ role: 'user', content: 'step' }], stream: true, stream_options: { include_usage: true } },
+    json: {
+      model: 'x',
+      messages: [{ role: 'user', content: 'step' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    },
     timeoutMs: 60_000,
   });
   if (res.status !== 200) throw new Error(`model call failed: HTTP ${res.status}`);
@@ -78,9 +83,16 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
 
   const run = await runGym(
     [
-      'eval', 'run', '--no-serve', `++head_server.port=${headPort}`, '-a', 'remote_agent',
-      '-i', path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
-      '-o', 'out/rollouts.jsonl',
+      'eval',
+      'run',
+      '--no-serve',
+      `++head_server.port=${headPort}`,
+      '-a',
+      'remote_agent',
+      '-i',
+      path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
+      '-o',
+      'out/rollouts.jsonl',
     ],
     { cwd: dir, env },
   );
@@ -91,11 +103,16 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
     assert.equal(row.reward, 1);
     const capture = row.ng_model_call_capture as ModelCallCapture;
     assert.equal(capture.rollout_id, `${String(row._ng_task_index)}-${String(row._ng_rollout_index)}`);
-    const steps = (row.response as { output: { type: string }[] }).output.filter((item) => item.type === 'message').length;
+    const steps = (row.response as { output: { type: string }[] }).output.filter(
+      (item) => item.type === 'message',
+    ).length;
     assert.ok(steps >= 1);
     assert.ok(capture.calls.length >= 2, JSON.stringify(capture));
     for (const call of capture.calls) {
-      assert.deepEqual([call.dialect, call.tokens_in, call.tokens_out, call.error_category, call.model], ['chat', 4, 7, null, 'served-model']);
+      assert.deepEqual(
+        [call.dialect, call.tokens_in, call.tokens_out, call.error_category, call.model],
+        ['chat', 4, 7, null, 'served-model'],
+      );
       assert.equal(typeof call.latency_ttft_ms, 'number');
     }
     assert.equal(capture.metrics.num_calls, capture.calls.length);
@@ -120,18 +137,23 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
   await start.result;
   const seen = run.stdout + run.stderr + startOut + start.stderr() + profile.stdout;
   assert.ok(!seen.includes(API_KEY), 'the key appears in no command output');
-  for (const file of filesUnder(dir)) assert.ok(!readFileSync(file, 'latin1').includes(API_KEY), `the key appears in ${file}`);
+  for (const file of filesUnder(dir))
+    assert.ok(!readFileSync(file, 'latin1').includes(API_KEY), `the key appears in ${file}`);
 });
 
 test('vllm_model with return_token_id_information: true stops start-up, saying token capture is not available yet', async () => {
   const dir = tempDir('tsgym-models-');
   const result = await runGym(
     [
-      'env', 'start',
+      'env',
+      'start',
       `+config_paths=[${path.join(installRoot(), 'responses_api_models/vllm_model/configs/vllm_model.yaml')}]`,
-      '++policy_base_url=http://127.0.0.1:9/v1', '++policy_api_key=none', '++policy_model_name=m',
+      '++policy_base_url=http://127.0.0.1:9/v1',
+      '++policy_api_key=none',
+      '++policy_model_name=m',
       '++policy_model.responses_api_models.vllm_model.return_token_id_information=true',
-      `++head_server.port=${await findFreePort()}`, `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+      `++head_server.port=${await findFreePort()}`,
+      `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
     ],
     { cwd: dir },
   );

@@ -9,7 +9,12 @@ import { isMainModule, serveInstance } from '../../src/server/serve.js';
  * are relayed as they are on both dialects; the reference's Responses-to-chat translation and token-id capture
  * (`return_token_id_information`) are not available yet, and a setting that needs them stops start-up.
  */
-export const VLLM_MODEL_KEYS = { baseUrl: 'base_url', apiKey: 'api_key', model: 'model', headers: 'default_headers' } as const;
+export const VLLM_MODEL_KEYS = {
+  baseUrl: 'base_url',
+  apiKey: 'api_key',
+  model: 'model',
+  headers: 'default_headers',
+} as const;
 
 /**
  * The block as the shared engine reads it: `chat_template_kwargs` goes into every body (vLLM reads it there), and

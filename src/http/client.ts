@@ -160,7 +160,9 @@ export function classify(err: unknown): TransportErrorKind {
 export const { parseHeaders } = requireUndici('undici/lib/core/util.js') as {
   parseHeaders: (raw: Buffer[]) => Record<string, string | string[]>;
 };
-export const { RequestAbortedError } = requireUndici('undici/lib/core/errors.js') as { RequestAbortedError: new () => Error };
+export const { RequestAbortedError } = requireUndici('undici/lib/core/errors.js') as {
+  RequestAbortedError: new () => Error;
+};
 
 /** The origin and path of a URL, parsed once per distinct URL (a process calls a handful, each many times). */
 const targets = new Map<string, { origin: string; path: string }>();

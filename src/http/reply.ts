@@ -155,7 +155,10 @@ export async function writeStream(
   reply: GymReply & { stream: AsyncIterable<Buffer> },
   report: ReportFailure,
 ): Promise<void> {
-  const headers: http.OutgoingHttpHeaders = { 'content-type': reply.contentType ?? 'text/event-stream', ...reply.headers };
+  const headers: http.OutgoingHttpHeaders = {
+    'content-type': reply.contentType ?? 'text/event-stream',
+    ...reply.headers,
+  };
   if (reply.setCookies && reply.setCookies.length > 0) headers['set-cookie'] = reply.setCookies;
   // Pulled by hand, and always at least once: a source that keeps state until it ends (a model call's record) runs
   // its cleanup even when the client left before the first chunk.

@@ -138,7 +138,13 @@ class StreamExchange {
   private classified(kind: TransportErrorKind, message: string, cause: unknown): HttpTransportError {
     const phase = this.headersSeen ? 'body' : 'headers';
     if (this.timedOut) {
-      return new HttpTransportError('timeout', this.url, `timed out after ${this.options.timeoutMs / 1000}s`, cause, phase);
+      return new HttpTransportError(
+        'timeout',
+        this.url,
+        `timed out after ${this.options.timeoutMs / 1000}s`,
+        cause,
+        phase,
+      );
     }
     if (this.options.signal?.aborted || this.abortReason) {
       return new HttpTransportError('aborted', this.url, 'request aborted', cause, phase);
@@ -194,7 +200,7 @@ export function streamRequest(url: string, options: StreamRequestOptions): Promi
     try {
       (options.dispatcher ?? dispatcher()).dispatch(
         { origin: target.origin, path: target.path, method: 'POST', headers, body },
-        exchange as unknown as Dispatcher.DispatchHandler,
+        exchange,
       );
     } catch (err) {
       exchange.onError(err as Error);

@@ -112,7 +112,8 @@ function round(ms: number): number {
 function count(record: ModelCallRecord, seconds: number): void {
   modelMetrics.calls.labels(record.dialect, record.error_category ?? 'ok').inc();
   modelMetrics.seconds.labels(record.dialect).observe(seconds);
-  if (record.latency_ttft_ms !== null) modelMetrics.firstTokenSeconds.labels(record.dialect).observe(record.latency_ttft_ms / 1000);
+  if (record.latency_ttft_ms !== null)
+    modelMetrics.firstTokenSeconds.labels(record.dialect).observe(record.latency_ttft_ms / 1000);
   const kinds: [string, number | null][] = [
     ['in', record.tokens_in],
     ['out', record.tokens_out],
@@ -177,7 +178,11 @@ function transportFailure(err: unknown, ctx: CallContext): CallFailure {
     case 'timeout':
       return new CallFailure('upstream_timeout', 504, `${message} (request_timeout_secs)`);
     case 'too_large':
-      return new CallFailure('too_large', 502, `the upstream's answer is larger than ${ctx.maxResponseBytes} bytes (max_response_bytes)`);
+      return new CallFailure(
+        'too_large',
+        502,
+        `the upstream's answer is larger than ${ctx.maxResponseBytes} bytes (max_response_bytes)`,
+      );
     case 'aborted':
       return new CallFailure('client_gone', 499, 'the agent went away before the answer was complete');
     case 'body_read':
@@ -293,7 +298,9 @@ async function* relay(
     category = failure.category;
     ctx.log(`model stream failed (${failure.category}): ${failure.message}`);
     // The status line went out long ago: the agent learns of the failure from an error event, then the stream ends.
-    yield Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: failure.category } })}\n\n`);
+    yield Buffer.from(
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: failure.category } })}\n\n`,
+    );
   } finally {
     res.cancel();
     release?.();

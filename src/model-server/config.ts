@@ -67,7 +67,9 @@ export function parseModelServerConfig(
   if (!isUnset(apiKey) && typeof apiKey !== 'string') {
     throw new ConfigError(`${where(keys.apiKey)} must be a string (the upstream's API key), got a ${typeof apiKey}.`);
   }
-  const scalars = Object.fromEntries(Object.keys(BOUNDS.shape).map((key) => [key, isUnset(inner[key]) ? undefined : inner[key]]));
+  const scalars = Object.fromEntries(
+    Object.keys(BOUNDS.shape).map((key) => [key, isUnset(inner[key]) ? undefined : inner[key]]),
+  );
   const block = parseBlock(BOUNDS, scalars, instanceKeyParagraph(where('').replace(/\.$/, '')));
   return {
     upstream: {

@@ -16,7 +16,10 @@ let server: ModelServer;
 let listening: Listening;
 const logs: string[] = [];
 
-async function post(path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
+async function post(
+  path: string,
+  body: unknown,
+): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
   const res = await request(`${listening.url}${path}`, { method: 'POST', json: body, timeoutMs: 60_000 });
   const text = res.text();
   let json: Record<string, unknown> = {};
@@ -95,20 +98,41 @@ describe('model server', () => {
     const capture = await close('7-0');
     assert.equal(capture.rollout_id, '7-0');
     assert.deepEqual(
-      capture.calls.map((c) => [c.call_index, c.dialect, c.status_code, c.tokens_in, c.tokens_out, c.tokens_total, c.cached_tokens, c.tokens_reasoning, c.error_category]),
+      capture.calls.map((c) => [
+        c.call_index,
+        c.dialect,
+        c.status_code,
+        c.tokens_in,
+        c.tokens_out,
+        c.tokens_total,
+        c.cached_tokens,
+        c.tokens_reasoning,
+        c.error_category,
+      ]),
       [
         [0, 'chat', 200, 5, 7, 12, 2, 1, null],
         [1, 'responses', 200, 4, 7, 11, 2, 1, null],
       ],
     );
-    assert.deepEqual(capture.calls.map((c) => [c.response_id, c.response_status, c.finish_reason]), [
-      ['chatcmpl-scripted', null, 'stop'],
-      ['resp_scripted', 'completed', null],
-    ]);
+    assert.deepEqual(
+      capture.calls.map((c) => [c.response_id, c.response_status, c.finish_reason]),
+      [
+        ['chatcmpl-scripted', null, 'stop'],
+        ['resp_scripted', 'completed', null],
+      ],
+    );
     assert.ok(capture.calls.every((c) => typeof c.latency_total_ms === 'number' && c.latency_ttft_ms === null));
     assert.deepEqual(
       { ...capture.metrics, latency_total_ms: null },
-      { tokens_in: 9, tokens_out: 14, tokens_reasoning: 2, tokens_total: 23, cached_tokens: 4, latency_total_ms: null, num_calls: 2 },
+      {
+        tokens_in: 9,
+        tokens_out: 14,
+        tokens_reasoning: 2,
+        tokens_total: 23,
+        cached_tokens: 4,
+        latency_total_ms: null,
+        num_calls: 2,
+      },
     );
     assert.equal(new Set(capture.calls.map((c) => c.model_call_id)).size, 2);
     assert.ok(!JSON.stringify(capture).includes(API_KEY));
@@ -133,7 +157,11 @@ describe('model server', () => {
   it('relays a stream as it arrives (the first event before the upstream finished) and records usage and time to first token', async () => {
     for (const [dialect, path, body] of [
       ['responses', '/v1/responses', responses('HOSTILE hold r', { stream: true })],
-      ['chat', '/v1/chat/completions', chat('HOSTILE hold c', { stream: true, stream_options: { include_usage: true } })],
+      [
+        'chat',
+        '/v1/chat/completions',
+        chat('HOSTILE hold c', { stream: true, stream_options: { include_usage: true } }),
+      ],
     ] as const) {
       await open(`s-${dialect}`);
       const res = await streamRequest(`${listening.url}/ng-rollout/s-${dialect}${path}`, {
@@ -145,11 +173,12 @@ describe('model server', () => {
       assert.match(String(res.headers['content-type']), /text\/event-stream/);
       const iterator = res.body[Symbol.asyncIterator]();
       // The upstream holds the rest of its stream: this chunk can only have come relayed, not buffered whole.
-      const first = await iterator.next();
-      assert.match(first.value!.toString('utf8'), /echo: /);
+      const first = (await iterator.next()).value as Buffer;
+      assert.match(first.toString('utf8'), /echo: /);
       upstream.release();
-      let text = first.value!.toString('utf8');
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) text += next.value.toString('utf8');
+      let text = first.toString('utf8');
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        text += next.value.toString('utf8');
       assert.match(text, dialect === 'chat' ? /data: \[DONE\]/ : /response\.completed/);
       const [call] = (await close(`s-${dialect}`)).calls;
       assert.equal(call!.dialect, dialect);
@@ -183,9 +212,14 @@ describe('model server', () => {
       capture.calls.map((c) => c.error_category),
       cases.slice(0, 3).map((c) => c[2]),
     );
-    assert.deepEqual(capture.gaps, [{ code: 'model_call_capture_records_dropped', detail: 'count=2 (max_calls_per_rollout)' }]);
+    assert.deepEqual(capture.gaps, [
+      { code: 'model_call_capture_records_dropped', detail: 'count=2 (max_calls_per_rollout)' },
+    ]);
     assert.ok(!logs.join('\n').includes(API_KEY), 'the key never reaches the logs');
-    assert.ok(logs.some((line) => line.includes('****')), 'the echoed key was masked in the log');
+    assert.ok(
+      logs.some((line) => line.includes('****')),
+      'the echoed key was masked in the log',
+    );
   });
 
   it('bounds open rollouts and drops idle ones', async () => {
@@ -197,7 +231,7 @@ describe('model server', () => {
       else refused = res;
     }
     assert.equal(refused?.status, 503);
-    assert.match(refused!.text, /max_open_rollouts/);
+    assert.match(refused.text, /max_open_rollouts/);
     server.rollouts.sweep(Date.now() + 120_000);
     assert.equal(server.rollouts.size, 0);
     assert.equal((await post(`/ng-rollout/${opened[0]}/v1/chat/completions`, chat('late'))).status, 404);

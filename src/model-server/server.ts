@@ -72,7 +72,10 @@ export function createModelServer(options: ModelServerOptions): ModelServer {
 }
 
 function notFound(message: string): GymReply {
-  return { status: 404, body: { error: { message, type: 'rollout_not_open', code: 'rollout_not_open' }, detail: message } };
+  return {
+    status: 404,
+    body: { error: { message, type: 'rollout_not_open', code: 'rollout_not_open' }, detail: message },
+  };
 }
 
 /** `/ng-rollout/<id>/…`: open, close, or a model call recorded against the open rollout `<id>`. */
@@ -115,7 +118,10 @@ function openRollout(id: string, rollouts: RolloutBook): GymReply {
   const opened = rollouts.openRollout(id);
   modelMetrics.rolloutsOpen.set(rollouts.size);
   if (!opened.ok) {
-    return { status: 503, body: { error: { message: opened.reason, type: 'too_many_rollouts' }, detail: opened.reason } };
+    return {
+      status: 503,
+      body: { error: { message: opened.reason, type: 'too_many_rollouts' }, detail: opened.reason },
+    };
   }
   return { body: { rollout_id: id, opened: true, replaced: opened.replaced } };
 }

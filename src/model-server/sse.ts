@@ -117,7 +117,12 @@ export class SseWatcher {
 function carriesContent(delta: Record<string, unknown>): boolean {
   const nonEmpty = (value: unknown): boolean =>
     (typeof value === 'string' && value !== '') || (Array.isArray(value) && value.length > 0);
-  return nonEmpty(delta.content) || nonEmpty(delta.tool_calls) || nonEmpty(delta.reasoning_content) || nonEmpty(delta.reasoning);
+  return (
+    nonEmpty(delta.content) ||
+    nonEmpty(delta.tool_calls) ||
+    nonEmpty(delta.reasoning_content) ||
+    nonEmpty(delta.reasoning)
+  );
 }
 
 /** Where the first complete event ends: its blank line (`\n\n`, `\r\n\r\n`). */

@@ -9,12 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { RetryableRolloutError } from '../errors.js';
 import { callInternal } from '../http/client.js';
-import {
-  captureMetrics,
-  rolloutIdOfRow,
-  type CaptureGap,
-  type ModelCallCapture,
-} from '../model-server/records.js';
+import { captureMetrics, rolloutIdOfRow, type CaptureGap, type ModelCallCapture } from '../model-server/records.js';
 import type { Row } from '../runfiles/row.js';
 
 /** The model server a remote agent's rollouts call through: its instance name and its `http://host:port`. */
@@ -46,9 +41,14 @@ export class RolloutModelCapture {
   async open(signal: AbortSignal): Promise<void> {
     const where = `${this.target.url}/ng-rollout/${this.rolloutId}/open`;
     let status: number;
-    let text = '';
+    let text: string;
     try {
-      const res = await callInternal(where, { json: {}, timeoutMs: BOOKKEEPING_TIMEOUT_MS, signal, maxBodyBytes: 65536 });
+      const res = await callInternal(where, {
+        json: {},
+        timeoutMs: BOOKKEEPING_TIMEOUT_MS,
+        signal,
+        maxBodyBytes: 65536,
+      });
       status = res.status;
       text = res.text().slice(0, 300);
     } catch (err) {
@@ -69,7 +69,8 @@ export class RolloutModelCapture {
 
   /** Close the rollout on the model server and give back its capture; never throws. */
   async close(): Promise<ModelCallCapture> {
-    if (!this.opened) return this.empty({ code: 'model_call_capture_no_records', detail: 'the rollout ended before it was opened' });
+    if (!this.opened)
+      return this.empty({ code: 'model_call_capture_no_records', detail: 'the rollout ended before it was opened' });
     try {
       const res = await callInternal(`${this.target.url}/ng-rollout/${this.rolloutId}/close`, {
         json: {},

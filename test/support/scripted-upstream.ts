@@ -34,11 +34,14 @@ export interface ScriptedUpstream {
 const OUT_TOKENS = 7;
 
 function lastUserText(body: Record<string, unknown>): string {
-  const items = (Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [body.input]) as unknown[];
+  const items = (
+    Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [body.input]
+  ) as unknown[];
   for (const item of [...items].reverse()) {
     if (typeof item === 'string') return item;
     const message = item as { role?: string; content?: unknown };
-    if (message.role === 'user') return typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
+    if (message.role === 'user')
+      return typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
   }
   return '';
 }
@@ -79,7 +82,13 @@ function wholeAnswer(dialect: 'chat' | 'responses', model: string, text: string)
     model,
     status: 'completed',
     output: [
-      { type: 'message', id: 'msg_s', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: answer, annotations: [] }] },
+      {
+        type: 'message',
+        id: 'msg_s',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: answer, annotations: [] }],
+      },
     ],
     usage: usageFor('responses', text),
   };
@@ -90,24 +99,43 @@ function sse(data: unknown, event?: string): string {
 }
 
 /** The stream's events: the first (with the first delta) and the rest (the other delta and the terminal event). */
-function streamEvents(dialect: 'chat' | 'responses', model: string, text: string, withUsage: boolean): [string, string] {
+function streamEvents(
+  dialect: 'chat' | 'responses',
+  model: string,
+  text: string,
+  withUsage: boolean,
+): [string, string] {
   if (dialect === 'chat') {
     const chunk = (delta: unknown, finish: string | null, usage?: unknown): string =>
-      sse({ id: 'chatcmpl-s', object: 'chat.completion.chunk', model, choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) });
-    const last = withUsage ? sse({ id: 'chatcmpl-s', object: 'chat.completion.chunk', model, choices: [], usage: usageFor('chat', text) }) : '';
-    return [chunk({ role: 'assistant', content: 'echo: ' }, null), chunk({ content: text }, null) + chunk({}, 'stop') + last + sse('[DONE]')];
+      sse({
+        id: 'chatcmpl-s',
+        object: 'chat.completion.chunk',
+        model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...(usage ? { usage } : {}),
+      });
+    const last = withUsage
+      ? sse({ id: 'chatcmpl-s', object: 'chat.completion.chunk', model, choices: [], usage: usageFor('chat', text) })
+      : '';
+    return [
+      chunk({ role: 'assistant', content: 'echo: ' }, null),
+      chunk({ content: text }, null) + chunk({}, 'stop') + last + sse('[DONE]'),
+    ];
   }
   const response = wholeAnswer('responses', model, text);
   return [
-    sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [], usage: null } }, 'response.created') +
-      sse({ type: 'response.output_text.delta', delta: 'echo: ' }, 'response.output_text.delta'),
+    sse(
+      { type: 'response.created', response: { ...response, status: 'in_progress', output: [], usage: null } },
+      'response.created',
+    ) + sse({ type: 'response.output_text.delta', delta: 'echo: ' }, 'response.output_text.delta'),
     sse({ type: 'response.output_text.delta', delta: text }, 'response.output_text.delta') +
       sse({ type: 'response.completed', response }, 'response.completed'),
   ];
 }
 
 function hostileBody(kind: string, dialect: 'chat' | 'responses', model: string, text: string): string | undefined {
-  if (kind === 'huge') return JSON.stringify({ ...wholeAnswer(dialect, model, text), padding: 'x'.repeat(2 * 1024 * 1024) });
+  if (kind === 'huge')
+    return JSON.stringify({ ...wholeAnswer(dialect, model, text), padding: 'x'.repeat(2 * 1024 * 1024) });
   if (kind === 'deep') return '['.repeat(100_000) + ']'.repeat(100_000);
   if (kind === 'bad-usage') {
     const answer = wholeAnswer(dialect, model, text);
@@ -125,25 +153,32 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
       requests.push({ path: req.url ?? '', headers: req.headers, body });
-      const dialect = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' ? 'responses' : undefined;
-      if (!dialect) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"no route"}}');
+      const dialect =
+        req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' ? 'responses' : undefined;
+      if (!dialect)
+        return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"no route"}}');
       const text = lastUserText(body);
       const model = String(body.model);
       const hostile = /HOSTILE (\S+)/.exec(text)?.[1];
       if (hostile === 'status') {
         res.writeHead(500, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ error: { message: `upstream broke; you sent ${req.headers.authorization}` } }));
+        return void res.end(
+          JSON.stringify({ error: { message: `upstream broke; you sent ${req.headers.authorization}` } }),
+        );
       }
       const bad = hostile ? hostileBody(hostile, dialect, model, text) : undefined;
       if (bad !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(bad);
       if (body.stream !== true) {
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(wholeAnswer(dialect, model, text)));
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(wholeAnswer(dialect, model, text)));
       }
       const include = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
       const [first, rest] = streamEvents(dialect, model, text, dialect === 'responses' || include);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.write(first);
-      if (hostile === 'hold') void held.opened.then(() => res.end(rest)); // the gate as it is now: release() re-arms
+      if (hostile === 'hold')
+        void held.opened.then(() => res.end(rest)); // the gate as it is now: release() re-arms
       else res.end(rest);
     });
   });
