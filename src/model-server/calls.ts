@@ -295,11 +295,12 @@ async function* relay(
     category = streamOutcome(watcher, recorder);
   } catch (err) {
     const failure = transportFailure(err, ctx);
-    category = failure.category;
+    // A connection lost mid-stream is a cut stream, whatever broke it.
+    category = err instanceof HttpTransportError && err.kind === 'body_read' ? 'upstream_stream_cut' : failure.category;
     ctx.log(`model stream failed (${failure.category}): ${failure.message}`);
     // The status line went out long ago: the agent learns of the failure from an error event, then the stream ends.
     yield Buffer.from(
-      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: failure.category } })}\n\n`,
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: category } })}\n\n`,
     );
   } finally {
     res.cancel();

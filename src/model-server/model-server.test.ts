@@ -222,6 +222,48 @@ describe('model server', () => {
     );
   });
 
+  it('records a stream cut mid-way and an unreachable upstream with their classes', async () => {
+    await open('broken');
+    const res = await request(`${listening.url}/ng-rollout/broken/v1/responses`, {
+      method: 'POST',
+      json: responses('HOSTILE cut', { stream: true }),
+      timeoutMs: 60_000,
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.text(), /event: error\ndata: .*upstream_stream_cut/);
+    const gone = createModelServer({
+      name: 'nowhere',
+      upstream: new OpenAiUpstream({
+        baseUrl: 'http://127.0.0.1:9/v1',
+        apiKey: API_KEY,
+        model: 'm',
+        defaultHeaders: {},
+        extraBody: {},
+        timeoutMs: 60_000,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+      }),
+      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      log: (line) => logs.push(line),
+    });
+    const goneListening = await gone.app.listen(0);
+    try {
+      const unreachable = await request(`${goneListening.url}/v1/chat/completions`, {
+        method: 'POST',
+        json: chat('x'),
+        timeoutMs: 60_000,
+      });
+      assert.equal(unreachable.status, 502);
+      assert.equal((unreachable.json() as { error: { type: string } }).error.type, 'upstream_unreachable');
+    } finally {
+      gone.close();
+      await goneListening.close();
+    }
+    const [call] = (await close('broken')).calls;
+    assert.equal(call!.error_category, 'upstream_stream_cut');
+    assert.equal(call!.tokens_in, null, 'unknown, not zero');
+  });
+
   it('bounds open rollouts and drops idle ones', async () => {
     const opened: string[] = [];
     let refused: { status: number; text: string } | undefined;

@@ -8,6 +8,7 @@
  *   "HOSTILE huge"        a 2 MiB answer          "HOSTILE deep"     JSON nested 100,000 levels
  *   "HOSTILE bad-usage"   usage.input_tokens "12" "HOSTILE status"   HTTP 500 echoing the request's Authorization
  *   "HOSTILE hold"        (streaming) the first delta, then nothing more until `release()`
+ *   "HOSTILE cut"         (streaming) the first delta, then the connection is destroyed
  *
  * Every request is recorded (path, headers, body).
  */
@@ -176,6 +177,8 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
       const include = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
       const [first, rest] = streamEvents(dialect, model, text, dialect === 'responses' || include);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      // The connection dies mid-stream: once the first event is out.
+      if (hostile === 'cut') return void res.write(first, () => res.socket?.destroy());
       res.write(first);
       if (hostile === 'hold')
         void held.opened.then(() => res.end(rest)); // the gate as it is now: release() re-arms
