@@ -15,6 +15,9 @@ const LAYERS = [
   ['src/prometheus/'],
   ['src/counter/'],
   ['src/server/'],
+  // The model server (responses_api_models/): the relay to an upstream model and the per-rollout call records, whose
+  // shapes the rollout engine above attaches to rows.
+  ['src/model-server/'],
   // The rollout engine (seed → loop of service call and tools → verify → row) and its /v1/responses transport:
   // the remote agent serves it, `gym agent check` calls services through the same transport.
   ['src/rollout/'],
@@ -24,6 +27,7 @@ const LAYERS = [
   ['src/testing/'],
   // Plug-ins: environments, agents and the example services users copy.
   ['resources_servers/'],
+  ['responses_api_models/'],
   ['responses_api_agents/'],
   ['examples/'],
   // The engine behind the CLI's verbs.

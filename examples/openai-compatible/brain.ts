@@ -4,6 +4,7 @@ import {
   outputText,
   type ConversationItem,
   type Decide,
+  type DecideContext,
   type Decision,
   type FunctionTool,
   type TokenUsage,
@@ -20,8 +21,12 @@ import {
  */
 
 export interface OpenAiBrainOptions {
-  /** The API base, e.g. https://api.openai.com/v1 or http://localhost:8000/v1. */
-  modelUrl: string;
+  /**
+   * The API base, e.g. https://api.openai.com/v1 or http://localhost:8000/v1. Optional when Gym hands each rollout a
+   * model URL (a remote agent with `model_server`): that one wins, so every call is recorded on the rollout's row.
+   */
+  modelUrl?: string;
+  /** The model name sent; a model server replaces it with its configured model. */
   model: string;
   /** Sent as `Authorization: Bearer …` when set (local servers usually need none). */
   apiKey?: string;
@@ -31,16 +36,24 @@ export interface OpenAiBrainOptions {
 }
 
 export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
-  const base = options.modelUrl.replace(/\/+$/, '');
+  const configured = options.modelUrl?.replace(/\/+$/, '');
   const api = options.api ?? 'chat';
   const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-  const call = async (path: string, body: unknown, signal: AbortSignal): Promise<unknown> => {
+  const call = async (path: string, body: unknown, ctx: DecideContext): Promise<unknown> => {
+    // The rollout's model URL from Gym first: the model server records the call against this rollout.
+    const base = ctx.modelBaseUrl ?? configured;
+    if (base === undefined) {
+      throw new Error(
+        'no model URL: start the service with --model-url, or run it behind a remote agent with model_server set',
+      );
+    }
     const res = await request(`${base}${path}`, {
       method: 'POST',
       json: body,
-      headers,
+      // The service's own key is for its own model URL; a model server holds the upstream's key itself.
+      headers: ctx.modelBaseUrl === undefined ? headers : {},
       timeoutMs: options.timeoutMs ?? 600_000,
-      signal,
+      signal: ctx.signal,
     });
     if (res.status < 200 || res.status >= 300) {
       throw new Error(`the model server answered HTTP ${res.status} at ${base}${path}: ${excerpt(res.text())}`);
@@ -53,13 +66,13 @@ export function createOpenAiDecide(options: OpenAiBrainOptions): Decide {
       const reply = await call(
         '/responses',
         { model: options.model, input: toResponsesInput(conversation), tools },
-        ctx.signal,
+        ctx,
       );
       return fromResponsesReply(reply as ResponsesReply);
     }
     const body: Record<string, unknown> = { model: options.model, messages: toChatMessages(conversation) };
     if (tools.length > 0) body.tools = toChatTools(tools);
-    return fromChatReply((await call('/chat/completions', body, ctx.signal)) as ChatReply);
+    return fromChatReply((await call('/chat/completions', body, ctx)) as ChatReply);
   };
 }
 

@@ -13,6 +13,7 @@ import { ResourcesClient, ResourcesJar, VerifiedRow } from '../../src/rollout/re
 import { AgentLog, type LogSink } from '../../src/rollout/log.js';
 import { rejectRunBody, runRollout, runServiceLoop, type RolloutContext } from '../../src/rollout/rollout.js';
 import { ServiceClient } from '../../src/rollout/service-client.js';
+import type { ModelServerTarget } from '../../src/rollout/model-capture.js';
 import { encodeResponse } from '../../src/rollout/step-body.js';
 import { RolloutRegistry } from '../../src/rollout/status.js';
 import { Trajectory } from '../../src/rollout/trajectory.js';
@@ -40,6 +41,8 @@ export interface RemoteAgentOptions {
   connectRetryDelayMs?: number;
   /** The resources server's client; defaults to one for `resourcesServer`. */
   resourcesClient?: ResourcesClient;
+  /** The resolved `model_server` reference, when the config names one. */
+  modelServer?: ModelServerTarget;
 }
 
 export interface RemoteAgent {
@@ -112,6 +115,7 @@ function rolloutContext(options: RemoteAgentOptions, registry: RolloutRegistry):
     log,
     limiter: new FifoSemaphore(config.concurrency),
     registry,
+    ...(options.modelServer ? { modelServer: options.modelServer } : {}),
     agentName: options.name ?? 'remote_agent',
     resources:
       options.resourcesClient ?? new ResourcesClient(options.resourcesServer.name, options.resourcesServer.url),
@@ -178,9 +182,13 @@ if (isMainModule(import.meta.url)) {
       config.resourcesServer,
       `${instance.name}.${instance.serverType}.${instance.impl}.resources_server`,
     );
+    const model = config.modelServer
+      ? resolveRef(global, config.modelServer, `${instance.name}.${instance.serverType}.${instance.impl}.model_server`)
+      : undefined;
     return createRemoteAgent({
       config,
       resourcesServer: { name: resources.name, url: resources.url },
+      ...(model ? { modelServer: { name: model.name, url: model.url } } : {}),
       name: instance.name,
       debug: global.global_aiohttp_client_request_debug === true,
     }).app;

@@ -4,7 +4,13 @@ import { isPlainObject, MISSING_VALUE } from '../../src/config/types.js';
 import { ConfigError } from '../../src/errors.js';
 import { authWarnings, parseServiceAuth } from '../../src/http/service-auth.js';
 import { normalizeAgentBaseUrl } from '../../src/http/service-url.js';
-import { DEFAULTS, pyFloat, type RemoteAgentConfig, type ResourcesServerRef } from '../../src/rollout/settings.js';
+import {
+  DEFAULTS,
+  pyFloat,
+  type ModelServerRef,
+  type RemoteAgentConfig,
+  type ResourcesServerRef,
+} from '../../src/rollout/settings.js';
 
 /**
  * The remote agent's own config block (`<instance>.responses_api_agents.remote_agent`), validated up front so a
@@ -36,6 +42,7 @@ export function parseRemoteAgentConfig(
   const serviceBaseUrl = normalizeAgentBaseUrl(inner.agent_base_url, where('agent_base_url'));
   const auth = parseServiceAuth(inner, where, env);
   const resourcesServer = parseResourcesServerRef(inner.resources_server, where('resources_server'));
+  const modelServer = parseModelServerRef(inner.model_server, where('model_server'));
   // `???` reads as unset here; the error still quotes the value as written.
   const scalars = Object.fromEntries(
     Object.keys(SCALARS.shape).map((key) => [key, isUnset(inner[key]) ? undefined : inner[key]]),
@@ -54,6 +61,7 @@ export function parseRemoteAgentConfig(
     auth,
     fillEchoFields: block.fill_echo_fields,
     warnings: authWarnings(auth, serviceBaseUrl, where),
+    ...(modelServer ? { modelServer } : {}),
   };
   if (config.remoteResponsesTimeoutSecs >= config.runTimeoutSecs) {
     config.warnings.push(
@@ -78,4 +86,20 @@ function parseResourcesServerRef(raw: unknown, where: string): ResourcesServerRe
     throw new ConfigError(`${where}.name must name a resources server instance defined in the config. Use ${example}.`);
   }
   return { type: 'resources_servers', name: raw.name };
+}
+
+/** `model_server` is optional: unset, the service calls its model on its own. */
+function parseModelServerRef(raw: unknown, where: string): ModelServerRef | undefined {
+  if (isUnset(raw)) return undefined;
+  const example = `model_server: {type: responses_api_models, name: <the model server's top-level key>}`;
+  if (!isPlainObject(raw)) throw new ConfigError(`${where} must be a reference mapping, e.g. ${example}.`);
+  if (raw.type !== 'responses_api_models') {
+    throw new ConfigError(
+      `${where}.type must be 'responses_api_models', got ${JSON.stringify(raw.type ?? null)}. Use ${example}.`,
+    );
+  }
+  if (typeof raw.name !== 'string' || raw.name === '' || raw.name === MISSING_VALUE) {
+    throw new ConfigError(`${where}.name must name a model server instance defined in the config. Use ${example}.`);
+  }
+  return { type: 'responses_api_models', name: raw.name };
 }

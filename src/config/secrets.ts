@@ -9,7 +9,8 @@ import { isPlainObject, type GlobalConfig } from './types.js';
 import { serializeConfig } from './yaml-io.js';
 
 const SECRET_KEY = /key|token|secret|password/i;
-const HEADER_MAPS = new Set(['agent_headers']);
+// The model servers' header maps (the reference's key names) may carry an upstream's credential too.
+const HEADER_MAPS = new Set(['agent_headers', 'openai_default_headers', 'default_headers']);
 const MASK = '****';
 
 export function isSecretKey(key: string): boolean {

@@ -12,3 +12,9 @@ export const SERVER_BOOT_HEADER = 'x-gym-server-boot';
 export const STEP_LATENCY_KEY = '_ng_step_latency_secs';
 /** The `/run` request header with which a collector asks for `STEP_LATENCY_KEY` on success results. */
 export const STEP_LATENCY_HEADER = 'x-gym-step-latency';
+/**
+ * On every `/v1/responses` call the remote agent makes to a service when its config names a `model_server`: the base
+ * URL (`http://<model server>/ng-rollout/<rollout id>/v1`) through which this rollout's model calls must go, so the
+ * model server records them against the rollout (docs/services.md, "The contract").
+ */
+export const MODEL_BASE_URL_HEADER = 'x-gym-model-base-url';

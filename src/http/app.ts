@@ -7,11 +7,13 @@ import { readBody } from './body.js';
 import { bodyTooLarge, HttpError } from './http-error.js';
 import { listenWith, type Listening } from './lifecycle.js';
 import {
+  collectStream,
   encodeOrExplain,
   encodeReply,
   injectedReply,
   joined,
   writeReply,
+  writeStream,
   type GymReply,
   type InjectedReply,
 } from './reply.js';
@@ -101,7 +103,8 @@ export class App {
     }
     const request = incomingRequest(req.method ?? 'GET', req.url ?? '/', req.headers, body, abort);
     const reply = await this.respond(request);
-    if (!res.destroyed) this.send(res, reply, request);
+    if (reply.stream) await writeStream(res, { ...reply, stream: reply.stream }, (err) => this.report(err, request));
+    else if (!res.destroyed) this.send(res, reply, request);
   }
 
   private async respond(request: GymRequest): Promise<GymReply> {
@@ -122,7 +125,8 @@ export class App {
       return joined(encodeReply(detailReply(bodyTooLarge(call.body.length, this.maxBodyBytes))));
     }
     const request = incomingRequest(call.method, call.url, call.headers, call.body, call.clientGone);
-    const reply = await this.respond(request);
+    const answered = await this.respond(request);
+    const reply = answered.stream ? await collectStream({ ...answered, stream: answered.stream }) : answered;
     // As `send`: a reply that cannot be encoded is a 500 keeping the cookies; one whose headers could not be written
     // is a 500 without them; when even that fails the request is dropped (over HTTP: the connection is destroyed).
     const report = (err: unknown): void => this.report(err, request);

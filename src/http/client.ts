@@ -139,14 +139,16 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-function describe(err: unknown): string {
+/** `<Name> <code>: <message> (<cause>)` of a transport failure. */
+export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const code = errorCode(err);
   const cause = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
   return `${err.name}${code ? ` ${code}` : ''}: ${err.message}${cause}`;
 }
 
-function classify(err: unknown): TransportErrorKind {
+/** The kind of a failure before any response arrived. */
+export function classify(err: unknown): TransportErrorKind {
   const code = errorCode(err);
   if (code === undefined) return 'other';
   if (CONNECT_CODES.has(code)) return 'connect';
@@ -155,16 +157,18 @@ function classify(err: unknown): TransportErrorKind {
   return 'other';
 }
 
-const { parseHeaders } = requireUndici('undici/lib/core/util.js') as {
+export const { parseHeaders } = requireUndici('undici/lib/core/util.js') as {
   parseHeaders: (raw: Buffer[]) => Record<string, string | string[]>;
 };
-const { RequestAbortedError } = requireUndici('undici/lib/core/errors.js') as { RequestAbortedError: new () => Error };
+export const { RequestAbortedError } = requireUndici('undici/lib/core/errors.js') as {
+  RequestAbortedError: new () => Error;
+};
 
 /** The origin and path of a URL, parsed once per distinct URL (a process calls a handful, each many times). */
 const targets = new Map<string, { origin: string; path: string }>();
 const MAX_CACHED_TARGETS = 1024;
 
-function targetOf(url: string): { origin: string; path: string } {
+export function targetOf(url: string): { origin: string; path: string } {
   let target = targets.get(url);
   if (target === undefined) {
     const parsed = new URL(url);

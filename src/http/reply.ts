@@ -16,6 +16,11 @@ export interface GymReply {
    * parts (a body with fields spliced in) goes out without being joined into one more copy first.
    */
   raw?: string | Buffer | readonly Buffer[];
+  /**
+   * Sent chunk by chunk as it yields, instead of `body`/`raw` (chunked encoding, no Content-Length): a relay of an
+   * upstream's server-sent events, never buffered whole. The iterator is returned early when the client goes away.
+   */
+  stream?: AsyncIterable<Buffer>;
   contentType?: string;
   headers?: Record<string, string>;
   setCookies?: string[];
@@ -137,4 +142,62 @@ function byteLength(payload: EncodedReply['payload']): number {
 export function joined(encoded: EncodedReply): InjectedReply {
   const { payload } = encoded;
   return inParts(payload) ? { ...encoded, payload: Buffer.concat(payload) } : { ...encoded, payload };
+}
+
+/**
+ * Write a streaming reply: headers at once, then each chunk as the stream yields it, waiting for the socket to drain
+ * when it is full. A client that goes away ends the iteration (the stream's `return` runs, so its source can stop);
+ * a stream that throws after the headers went out destroys the connection, so the client sees a cut, never a
+ * well-formed end.
+ */
+export async function writeStream(
+  res: http.ServerResponse,
+  reply: GymReply & { stream: AsyncIterable<Buffer> },
+  report: ReportFailure,
+): Promise<void> {
+  const headers: http.OutgoingHttpHeaders = {
+    'content-type': reply.contentType ?? 'text/event-stream',
+    ...reply.headers,
+  };
+  if (reply.setCookies && reply.setCookies.length > 0) headers['set-cookie'] = reply.setCookies;
+  // Pulled by hand, and always at least once: a source that keeps state until it ends (a model call's record) runs
+  // its cleanup even when the client left before the first chunk.
+  const iterator = reply.stream[Symbol.asyncIterator]();
+  try {
+    if (!res.destroyed) {
+      res.writeHead(reply.status ?? 200, headers);
+      res.flushHeaders();
+    }
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done || res.destroyed) break;
+      if (!res.write(next.value)) await drainedOrClosed(res);
+    }
+    if (!res.destroyed) res.end();
+  } catch (err) {
+    report(err);
+    res.destroy();
+  } finally {
+    await iterator.return?.(undefined);
+  }
+}
+
+function drainedOrClosed(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
+
+/** A streaming reply collected into one buffer: for an in-process caller, which reads a reply whole anyway. */
+export async function collectStream(reply: GymReply & { stream: AsyncIterable<Buffer> }): Promise<GymReply> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of reply.stream) chunks.push(chunk);
+  const { stream: _stream, ...rest } = reply;
+  return { ...rest, contentType: reply.contentType ?? 'text/event-stream', raw: Buffer.concat(chunks) };
 }

@@ -281,7 +281,31 @@ function metricsOf(entries: readonly ProfiledResult[], bootstrap: BootstrapOptio
     ...describeAll(entries),
     ...describeUncertainty(entries, bootstrap),
     ...computePassMajorityMetrics([...byTask.values()], { passHatK: true }).metrics,
+    ...modelCallTotals(entries),
   };
+}
+
+/**
+ * The model calls recorded on the rows (`ng_model_call_capture`, a remote agent with `model_server`): counted and
+ * summed, unknown counts left out, so `null` means no row knew. Absent when no row carries a capture.
+ */
+function modelCallTotals(entries: readonly ProfiledResult[]): Row {
+  const fields = ['tokens_in', 'tokens_out', 'tokens_reasoning', 'tokens_total', 'cached_tokens'] as const;
+  const totals: Record<string, number | null> = { rollouts: 0, num_calls: 0, failed_calls: 0 };
+  for (const field of fields) totals[field] = null;
+  for (const { result } of entries) {
+    const calls = (result.ng_model_call_capture as { calls?: unknown } | undefined)?.calls;
+    if (!Array.isArray(calls)) continue;
+    totals.rollouts! += 1;
+    for (const call of calls as Record<string, unknown>[]) {
+      totals.num_calls! += 1;
+      if (typeof call.error_category === 'string') totals.failed_calls! += 1;
+      for (const field of fields) {
+        if (typeof call[field] === 'number') totals[field] = (totals[field] ?? 0) + call[field];
+      }
+    }
+  }
+  return totals.rollouts === 0 ? {} : { model_calls: totals };
 }
 
 /** The value of the grouping field for a result: the rollout's own field, else its task's input row's. */

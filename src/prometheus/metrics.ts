@@ -76,6 +76,45 @@ export const workerMetrics = {
   }),
 };
 
+export const modelMetrics = {
+  calls: new Counter({
+    name: 'gym_model_calls_total',
+    help: "Model calls the model server relayed, by dialect (responses, chat) and outcome ('ok' or the error category).",
+    labelNames: ['dialect', 'outcome'],
+    registers: [registry],
+  }),
+  seconds: new Histogram({
+    name: 'gym_model_call_duration_seconds',
+    help: 'Time from a model call arriving to its last byte relayed, by dialect.',
+    labelNames: ['dialect'],
+    buckets: BUCKETS,
+    registers: [registry],
+  }),
+  firstTokenSeconds: new Histogram({
+    name: 'gym_model_call_first_token_seconds',
+    help: 'Streaming calls: time from the call arriving to the first event carrying content, by dialect.',
+    labelNames: ['dialect'],
+    buckets: BUCKETS,
+    registers: [registry],
+  }),
+  tokens: new Counter({
+    name: 'gym_model_tokens_total',
+    help: 'Tokens the upstream reported, by kind (in, out, reasoning, cached); calls without usage add nothing.',
+    labelNames: ['kind'],
+    registers: [registry],
+  }),
+  rolloutsOpen: new Gauge({
+    name: 'gym_model_rollouts_open',
+    help: 'Rollouts open on the model server (opened, not yet closed or expired).',
+    registers: [registry],
+  }),
+  rolloutsExpired: new Counter({
+    name: 'gym_model_rollouts_expired_total',
+    help: 'Open rollouts dropped after their idle timeout (a collector that never closed them).',
+    registers: [registry],
+  }),
+};
+
 const hopChildren = new Map<string, { observe(value: number): void }>();
 
 /** One hop's duration; the labelled child is looked up once per kind (the kinds are four). */

@@ -20,6 +20,9 @@ import type { ServiceClient } from './service-client.js';
 import type { RemoteAgentConfig } from './settings.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
 import { StepBody } from './step-body.js';
+import { RolloutModelCapture, type ModelServerTarget } from './model-capture.js';
+import { MODEL_BASE_URL_HEADER } from '../contract/gym-wire.js';
+import { MODEL_CALL_CAPTURE_KEY } from '../model-server/records.js';
 import { RolloutTrace, type TraceHeaders } from './trace.js';
 import { Trajectory } from './trajectory.js';
 
@@ -46,6 +49,8 @@ export interface RolloutContext {
   registry?: RolloutRegistry;
   /** The agent instance's name, for the rollout span (D25). */
   agentName?: string;
+  /** `model_server`: each rollout's model calls go through it, and their records land on the row. */
+  modelServer?: ModelServerTarget;
 }
 
 export const FAILURE_CLASS = 'remote_agent_error';
@@ -83,6 +88,7 @@ export async function runRollout(
     return rejectRunBody(`/run expects a JSON object (one dataset row), got ${kindOf(body)}`, ctx);
   }
   const row = stripStaleKeys(body as Row);
+  const capture = ctx.modelServer ? new RolloutModelCapture(ctx.modelServer, row) : undefined;
   const clock: RunClock = { queuedAt: performance.now() };
   const trajectory = new Trajectory();
   const progress = ctx.registry?.begin(row);
@@ -106,12 +112,13 @@ export async function runRollout(
       ctx.config.runTimeoutSecs,
       (budget) => {
         budget.trace = trace;
-        return seedLoopVerify(row, params.value, budget, trajectory, ctx, progress, options.stepLatency === true);
+        const steps = { row, params: params.value, trajectory, capture, stepLatency: options.stepLatency === true };
+        return seedLoopVerify(steps, budget, ctx, progress);
       },
       { clock, ...(options.callerSignal ? { callerSignal: options.callerSignal } : {}) },
     );
     trace.finish({ reward: trace.reward ?? 0 });
-    return verified;
+    return capture ? verified.withField(MODEL_CALL_CAPTURE_KEY, await capture.close()) : verified;
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
     const failure = rolloutFailureRow(row, err, ctx, trajectory, clock);
@@ -122,6 +129,7 @@ export async function runRollout(
       reward: 0,
       error: isGymError(err) ? err.code : 'unexpected error',
     });
+    if (capture) failure[MODEL_CALL_CAPTURE_KEY] = await capture.close();
     return failure;
   } finally {
     if (progress) ctx.registry?.end(progress);
@@ -133,14 +141,20 @@ export function rejectRunBody(reason: string, ctx: RolloutContext): Row {
   return rolloutFailureRow({}, terminal('REMOTE_AGENT_BAD_ROW', reason), ctx);
 }
 
+/** What one rollout runs on: the row, its create-params, the trajectory it fills, its model capture. */
+interface RolloutSteps {
+  row: Row;
+  params: CreateParams;
+  trajectory: Trajectory;
+  capture: RolloutModelCapture | undefined;
+  stepLatency: boolean;
+}
+
 async function seedLoopVerify(
-  row: Row,
-  params: CreateParams,
+  { row, params, trajectory, capture, stepLatency }: RolloutSteps,
   budget: RunBudget,
-  trajectory: Trajectory,
   ctx: RolloutContext,
   progress: RolloutProgress | undefined,
-  stepLatency: boolean,
 ): Promise<VerifiedRow> {
   // One jar per peer and per rollout: the service never sees the environment's cookies, nor the reverse (D7).
   const resourcesJar = new ResourcesJar();
@@ -148,6 +162,7 @@ async function seedLoopVerify(
 
   progress?.enter('seeding');
   await stage('/seed_session on the resources server failed: ', ctx.resources.seed(row, resourcesJar, budget));
+  if (capture) await capture.open(budget.signal);
   const loop: LoopContext = {
     service: ctx.service,
     resources: ctx.resources,
@@ -156,6 +171,7 @@ async function seedLoopVerify(
     maxSteps: ctx.config.maxSteps,
     budget,
     ...(progress ? { progress } : {}),
+    ...(capture ? { serviceHeaders: { [MODEL_BASE_URL_HEADER]: capture.modelBaseUrl } } : {}),
   };
   await stage('agent loop failed: ', runServiceLoop(params, loop, trajectory));
   warnAboutUsage(trajectory, ctx.log);
@@ -200,6 +216,8 @@ export interface LoopContext {
   budget: RunBudget;
   /** The rollout's live stage for `GET /status` (absent on the `/v1/responses` route). */
   progress?: RolloutProgress;
+  /** Headers sent on every service call of the rollout (its model base URL, `MODEL_BASE_URL_HEADER`). */
+  serviceHeaders?: Record<string, string>;
 }
 
 /** Run the loop to its end; what it produced is in `trajectory` (also when it throws). */
@@ -236,6 +254,7 @@ async function callService(
     ctx.serviceJar,
     ctx.budget,
     ctx.progress,
+    ctx.serviceHeaders,
   );
   const response = answer.response;
   trajectory.addResponse(response, performance.now() - sentAt, answer.usageFilled);

@@ -87,12 +87,13 @@ export class ServiceClient {
     jar: CookieJar,
     budget: RunBudget,
     progress?: RolloutProgress,
+    headers?: Record<string, string>,
   ): Promise<ServiceAnswer> {
     // The step's span (D25): its id goes out in the call's traceparent; overload retries stay inside it.
     const hop = budget.trace?.serviceCall();
-    if (!hop) return this.respondOnSpan(body, sent, jar, budget, progress, undefined);
+    if (!hop) return this.respondOnSpan(body, sent, jar, budget, progress, headers);
     try {
-      const answer = await this.respondOnSpan(body, sent, jar, budget, progress, hop.headers);
+      const answer = await this.respondOnSpan(body, sent, jar, budget, progress, { ...headers, ...hop.headers });
       budget.trace?.usage(hop.span, answer.response.usage);
       hop.span.end();
       return answer;
@@ -108,6 +109,7 @@ export class ServiceClient {
     jar: CookieJar,
     budget: RunBudget,
     progress: RolloutProgress | undefined,
+    /** The call's own headers: its trace context, the rollout's model base URL. */
     traceHeaders: Record<string, string> | undefined,
   ): Promise<ServiceAnswer> {
     for (let overloadRetries = 0; ; overloadRetries++) {

@@ -10,10 +10,18 @@ export interface ResourcesServerRef {
   name: string;
 }
 
+/** `model_server`: the model server through which each rollout's model calls go (docs/models.md). */
+export interface ModelServerRef {
+  type: 'responses_api_models';
+  name: string;
+}
+
 export interface RemoteAgentConfig {
   /** `agent_base_url`, normalised: no surrounding whitespace, no trailing slash; any path prefix kept. */
   serviceBaseUrl: string;
   resourcesServer: ResourcesServerRef;
+  /** Unset: the service calls its model on its own and rows carry no `ng_model_call_capture`. */
+  modelServer?: ModelServerRef;
   concurrency: number;
   remoteResponsesTimeoutSecs: number;
   runTimeoutSecs: number;

@@ -21,4 +21,6 @@ export const RESULT_KEYS = [
   NG.stepLatencySecs,
   NG.traceId,
   NG.usageFilled,
+  // The model server's records of the rollout's calls (src/model-server/records.ts, MODEL_CALL_CAPTURE_KEY).
+  'ng_model_call_capture',
 ] as const;

@@ -3,6 +3,7 @@ import { serializeSetCookie } from '../http/cookies.js';
 import { App, HttpError, type GymRequest, type GymReply } from '../http/server.js';
 import { functionTools, normalizeInput, type ConversationItem, type FunctionTool } from './conversation.js';
 import { isRecord } from '../contract/records.js';
+import { MODEL_BASE_URL_HEADER } from '../contract/gym-wire.js';
 import { checkDecision, DecisionError, type Decision } from './decision.js';
 import { buildResponse } from './response.js';
 import { RolloutStateStore, type RolloutStateOptions } from './rollout-state.js';
@@ -19,6 +20,12 @@ export interface DecideContext {
   request: Record<string, unknown>;
   /** Aborted when the caller hangs up (Gym timed out or gave up): stop spending on this call. */
   signal: AbortSignal;
+  /**
+   * Where this rollout's model calls should go, when Gym says (a remote agent with `model_server`): an
+   * OpenAI-compatible base URL (`…/ng-rollout/<rollout id>/v1`; append `/chat/completions` or `/responses`). Calls
+   * through it are recorded on the rollout's row. Undefined when Gym sent none: use your own model URL.
+   */
+  modelBaseUrl?: string;
 }
 
 /**
@@ -77,6 +84,7 @@ export function createServiceApp(decide: Decide, options: ServiceOptions = {}): 
         step: rollout.step,
         request,
         signal: req.signal,
+        ...modelBaseUrlOf(req),
       });
       decision = checkDecision(raw, new Set(tools.map((tool) => tool.name)));
     } catch (err) {
@@ -129,6 +137,13 @@ function readRequest(req: GymRequest): Record<string, unknown> {
     throw new HttpError(422, 'tools: expected a list of tool schemas');
   }
   return body;
+}
+
+/** The rollout's model URL from Gym's header (`x-gym-model-base-url`), when it is an http(s) URL. */
+function modelBaseUrlOf(req: GymRequest): { modelBaseUrl?: string } {
+  const value = req.headers[MODEL_BASE_URL_HEADER];
+  const url = Array.isArray(value) ? value[0] : value;
+  return url !== undefined && /^https?:\/\/\S+$/.test(url) ? { modelBaseUrl: url.replace(/\/+$/, '') } : {};
 }
 
 function errorText(err: unknown): string {

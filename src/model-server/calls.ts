@@ -1,0 +1,328 @@
+/**
+ * One model call through the model server: the agent's request forwarded to the upstream with the configured model,
+ * the answer relayed (whole, or as server-sent events chunk by chunk as they arrive), and the call's evaluation
+ * record written when it ends, however it ends. A hostile upstream answer (too large, nested too deep, not JSON,
+ * usage of the wrong types) fails that call alone, with its error category and a bounded message.
+ */
+import { isUtf8 } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import { JsonTooDeep, parseBoundedJson } from '../bounded-json/index.js';
+import { isRecord } from '../contract/records.js';
+import { HttpTransportError, type HttpResponse } from '../http/client.js';
+import { HttpError, type GymReply, type GymRequest } from '../http/server.js';
+import type { StreamingResponse } from '../http/stream-client.js';
+import { modelMetrics } from '../prometheus/metrics.js';
+import type { FifoSemaphore } from '../server/agent-server.js';
+import {
+  BadUsage,
+  newModelCallId,
+  tokenStats,
+  UNKNOWN_TOKENS,
+  type Dialect,
+  type ErrorCategory,
+  type ModelCallRecord,
+  type TokenStats,
+} from './records.js';
+import type { OpenRollout } from './rollouts.js';
+import { SseWatcher } from './sse.js';
+import type { Upstream } from './upstream.js';
+
+export interface CallContext {
+  /** The model server's instance name (the records' `model_ref`). */
+  name: string;
+  upstream: Upstream;
+  maxResponseBytes: number;
+  log: (line: string) => void;
+  /** `drop_input_reasoning_items`: strip `reasoning` input items before a Responses call (the reference's knob). */
+  dropInputReasoningItems?: boolean;
+  /** `max_concurrent_requests`: upstream calls in flight at once (a stream holds its slot until it ends). */
+  limiter?: FifoSemaphore;
+}
+
+const EXCERPT_CHARS = 500;
+
+/** A failure the model server answers itself, in OpenAI's error shape. */
+class CallFailure extends Error {
+  constructor(
+    readonly category: ErrorCategory,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The running record of one call: filled in as the call goes, finished (and counted) exactly once. */
+class CallRecorder {
+  readonly startedMs = performance.now();
+  readonly record: ModelCallRecord;
+  private done = false;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly rollout: OpenRollout | undefined,
+    dialect: Dialect,
+  ) {
+    this.record = {
+      model_call_id: newModelCallId(),
+      response_id: null,
+      call_index: rollout ? rollout.takeIndex() : 0,
+      model_ref: { type: 'responses_api_models', name: ctx.name },
+      model: ctx.upstream.model,
+      dialect,
+      status_code: null,
+      response_status: null,
+      finish_reason: null,
+      started_at: Date.now() / 1000,
+      completed_at: null,
+      ...UNKNOWN_TOKENS,
+      error_category: null,
+      latency_total_ms: null,
+      latency_ttft_ms: null,
+    };
+    if (rollout) rollout.inFlight++;
+  }
+
+  tokens(stats: TokenStats): void {
+    Object.assign(this.record, stats);
+  }
+
+  finish(status: number | null, category: ErrorCategory | null, firstContentAt: number | null = null): void {
+    if (this.done) return;
+    this.done = true;
+    const now = performance.now();
+    const record = this.record;
+    record.status_code = status;
+    record.error_category = category;
+    record.completed_at = Date.now() / 1000;
+    record.latency_total_ms = round(now - this.startedMs);
+    if (firstContentAt !== null) record.latency_ttft_ms = round(firstContentAt - this.startedMs);
+    if (this.rollout) {
+      this.rollout.inFlight--;
+      this.rollout.record(record);
+    }
+    count(record, (now - this.startedMs) / 1000);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+function count(record: ModelCallRecord, seconds: number): void {
+  modelMetrics.calls.labels(record.dialect, record.error_category ?? 'ok').inc();
+  modelMetrics.seconds.labels(record.dialect).observe(seconds);
+  if (record.latency_ttft_ms !== null)
+    modelMetrics.firstTokenSeconds.labels(record.dialect).observe(record.latency_ttft_ms / 1000);
+  const kinds: [string, number | null][] = [
+    ['in', record.tokens_in],
+    ['out', record.tokens_out],
+    ['reasoning', record.tokens_reasoning],
+    ['cached', record.cached_tokens],
+  ];
+  for (const [kind, value] of kinds) if (value !== null && value > 0) modelMetrics.tokens.labels(kind).inc(value);
+}
+
+/** Answer one model call (`/v1/responses` or `/v1/chat/completions`), recording it against `rollout` when given. */
+export async function modelCall(
+  req: GymRequest,
+  dialect: Dialect,
+  rollout: OpenRollout | undefined,
+  ctx: CallContext,
+): Promise<GymReply> {
+  const body = req.json(); // malformed JSON answers 400
+  if (!isRecord(body)) {
+    throw new HttpError(422, `the request body must be a JSON object (the ${dialect} create-params)`);
+  }
+  const recorder = new CallRecorder(ctx, rollout, dialect);
+  const call = { dialect, body: upstreamBody(body, dialect, ctx), signal: req.signal };
+  let release: (() => void) | undefined;
+  try {
+    release = await ctx.limiter?.acquire(req.signal);
+    if (body.stream !== true) return bufferedAnswer(await ctx.upstream.send(call), recorder, ctx);
+    const reply = await streamingCall(ctx.upstream.stream(call), recorder, ctx, release);
+    if (reply.stream) release = undefined; // the relay releases the slot when the stream ends
+    return reply;
+  } catch (err) {
+    const failure = err instanceof CallFailure ? err : transportFailure(err, ctx);
+    recorder.finish(failure.status, failure.category);
+    ctx.log(`model call failed (${failure.category}): ${failure.message}`);
+    return failureReply(failure);
+  } finally {
+    release?.();
+  }
+}
+
+/** The body the upstream gets: `extra_body` under the agent's keys, the configured model over them. */
+function upstreamBody(body: Record<string, unknown>, dialect: Dialect, ctx: CallContext): Buffer {
+  const sent =
+    ctx.dropInputReasoningItems && dialect === 'responses' && Array.isArray(body.input)
+      ? { ...body, input: body.input.filter((item) => !(isRecord(item) && item.type === 'reasoning')) }
+      : body;
+  return Buffer.from(JSON.stringify({ ...ctx.upstream.extraBody, ...sent, model: ctx.upstream.model }));
+}
+
+function failureReply(failure: CallFailure): GymReply {
+  return {
+    status: failure.status,
+    body: { error: { message: failure.message, type: failure.category, code: failure.category } },
+  };
+}
+
+function transportFailure(err: unknown, ctx: CallContext): CallFailure {
+  if (!(err instanceof HttpTransportError)) {
+    return new CallFailure('upstream_bad_response', 502, ctx.upstream.redact(String(err)).slice(0, EXCERPT_CHARS));
+  }
+  const message = ctx.upstream.redact(`the upstream model failed: ${err.message}`).slice(0, EXCERPT_CHARS);
+  switch (err.kind) {
+    case 'timeout':
+      return new CallFailure('upstream_timeout', 504, `${message} (request_timeout_secs)`);
+    case 'too_large':
+      return new CallFailure(
+        'too_large',
+        502,
+        `the upstream's answer is larger than ${ctx.maxResponseBytes} bytes (max_response_bytes)`,
+      );
+    case 'aborted':
+      return new CallFailure('client_gone', 499, 'the agent went away before the answer was complete');
+    case 'body_read':
+      return new CallFailure('upstream_bad_response', 502, message);
+    default:
+      return new CallFailure('upstream_unreachable', 502, message);
+  }
+}
+
+/** A whole answer: relayed as it came when it is the JSON object it should be, else the call fails. */
+function bufferedAnswer(res: HttpResponse, recorder: CallRecorder, ctx: CallContext): GymReply {
+  if (res.status >= 400) {
+    const text = ctx.upstream.redact(res.body.subarray(0, 64 * 1024).toString('utf8'));
+    recorder.finish(res.status, 'upstream_http_error');
+    ctx.log(`upstream answered HTTP ${res.status}: ${text.slice(0, EXCERPT_CHARS)}`);
+    return { status: res.status, raw: text, contentType: contentTypeOf(res.headers['content-type']) };
+  }
+  const answer = parseAnswer(res.body);
+  const record = recorder.record;
+  record.response_id = typeof answer.id === 'string' ? answer.id : null;
+  if (typeof answer.model === 'string') record.model = answer.model;
+  record.response_status = typeof answer.status === 'string' ? answer.status : null;
+  record.finish_reason = finishReasonOf(answer);
+  recorder.tokens(usageOf(answer.usage));
+  recorder.finish(res.status, null);
+  return { status: res.status, raw: res.body, contentType: 'application/json' };
+}
+
+function parseAnswer(body: Buffer): Record<string, unknown> {
+  const bad = (why: string): CallFailure =>
+    new CallFailure('upstream_bad_response', 502, `the upstream's answer is not a usable JSON object: ${why}`);
+  if (!isUtf8(body)) throw bad('it is not valid UTF-8');
+  let value: unknown;
+  try {
+    value = parseBoundedJson(body.toString('utf8'));
+  } catch (err) {
+    throw bad(err instanceof JsonTooDeep ? err.message : `not JSON (${(err as Error).message.slice(0, 200)})`);
+  }
+  if (!isRecord(value)) throw bad(`it is ${Array.isArray(value) ? 'a list' : typeof value}`);
+  return value;
+}
+
+function usageOf(usage: unknown): TokenStats {
+  try {
+    return tokenStats(usage);
+  } catch (err) {
+    if (!(err instanceof BadUsage)) throw err;
+    throw new CallFailure('upstream_bad_response', 502, `the upstream's usage is malformed: ${err.message}`);
+  }
+}
+
+function finishReasonOf(answer: Record<string, unknown>): string | null {
+  const choice = Array.isArray(answer.choices) && isRecord(answer.choices[0]) ? answer.choices[0] : undefined;
+  if (typeof choice?.finish_reason === 'string') return choice.finish_reason;
+  const details = isRecord(answer.incomplete_details) ? answer.incomplete_details : undefined;
+  return typeof details?.reason === 'string' ? details.reason : null;
+}
+
+function contentTypeOf(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value && /json|text\/plain/i.test(value) ? value : 'application/json';
+}
+
+/**
+ * A streaming call: an event stream is relayed chunk by chunk; anything else (an error status, an upstream that
+ * ignored `stream`) is read whole, bounded, and answered as a buffered call would be.
+ */
+async function streamingCall(
+  pending: Promise<StreamingResponse>,
+  recorder: CallRecorder,
+  ctx: CallContext,
+  release: (() => void) | undefined,
+): Promise<GymReply> {
+  const res = await pending;
+  const type = String(res.headers['content-type'] ?? '');
+  if (res.status >= 400 || !type.includes('text/event-stream')) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body) chunks.push(chunk);
+    const whole: HttpResponse = {
+      status: res.status,
+      headers: res.headers,
+      body: Buffer.concat(chunks),
+      setCookies: [],
+      text: () => Buffer.concat(chunks).toString('utf8'),
+      json: () => undefined,
+    };
+    return bufferedAnswer(whole, recorder, ctx);
+  }
+  return {
+    status: res.status,
+    contentType: 'text/event-stream',
+    headers: { 'cache-control': 'no-cache' },
+    stream: relay(res, recorder, ctx, release),
+  };
+}
+
+async function* relay(
+  res: StreamingResponse,
+  recorder: CallRecorder,
+  ctx: CallContext,
+  release: (() => void) | undefined,
+): AsyncGenerator<Buffer> {
+  const watcher = new SseWatcher(recorder.record.dialect, Math.min(ctx.maxResponseBytes, 16 * 1024 * 1024));
+  let category: ErrorCategory | null = 'client_gone';
+  try {
+    for await (const chunk of res.body) {
+      watcher.push(chunk, performance.now());
+      yield chunk;
+    }
+    category = streamOutcome(watcher, recorder);
+  } catch (err) {
+    const failure = transportFailure(err, ctx);
+    // A connection lost mid-stream is a cut stream, whatever broke it.
+    category = err instanceof HttpTransportError && err.kind === 'body_read' ? 'upstream_stream_cut' : failure.category;
+    ctx.log(`model stream failed (${failure.category}): ${failure.message}`);
+    // The status line went out long ago: the agent learns of the failure from an error event, then the stream ends.
+    yield Buffer.from(
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: category } })}\n\n`,
+    );
+  } finally {
+    res.cancel();
+    release?.();
+    recorder.finish(res.status, category, watcher.facts.firstContentAt);
+  }
+}
+
+/** What a stream that ended told the record; its error category, or null. */
+function streamOutcome(watcher: SseWatcher, recorder: CallRecorder): ErrorCategory | null {
+  const facts = watcher.facts;
+  const record = recorder.record;
+  record.response_id = facts.responseId;
+  if (facts.model !== null) record.model = facts.model;
+  record.response_status = facts.responseStatus;
+  record.finish_reason = facts.finishReason;
+  if (facts.bad !== null) return 'upstream_bad_response';
+  try {
+    recorder.tokens(tokenStats(facts.usage));
+  } catch (err) {
+    if (err instanceof BadUsage) return 'upstream_bad_response';
+    throw err;
+  }
+  return facts.terminal ? null : 'upstream_stream_cut';
+}

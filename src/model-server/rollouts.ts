@@ -1,0 +1,125 @@
+/**
+ * The model server's open rollouts: which ids may be called through `/ng-rollout/<id>/…`, and the records of their
+ * calls until the remote agent closes them. Everything is bounded, so a collector that crashed between open and close
+ * leaks nothing: a cap on open rollouts, a cap on records per rollout (the calls over it are counted as a gap), and an
+ * idle expiry that drops a rollout no call and no close touched for `idleMs`.
+ *
+ * A call holds the `OpenRollout` it started under, not its id: a record that finishes after its rollout was closed
+ * (or replaced by a fresh open of the same id) is dropped, never written into whatever holds the id now.
+ */
+import type { CaptureGap, ModelCallRecord } from './records.js';
+
+export interface RolloutBookLimits {
+  maxOpen: number;
+  maxCallsPerRollout: number;
+  idleMs: number;
+}
+
+export class OpenRollout {
+  readonly calls: ModelCallRecord[] = [];
+  readonly gaps: CaptureGap[] = [];
+  private nextIndex = 0;
+  private dropped = 0;
+  inFlight = 0;
+  closed = false;
+  lastTouched = Date.now();
+
+  constructor(
+    readonly id: string,
+    private readonly maxCalls: number,
+  ) {}
+
+  /** The next call's index in this rollout. */
+  takeIndex(): number {
+    return this.nextIndex++;
+  }
+
+  record(call: ModelCallRecord): void {
+    if (this.closed) return;
+    this.lastTouched = Date.now();
+    if (this.calls.length < this.maxCalls) this.calls.push(call);
+    else this.dropped++;
+  }
+
+  /** The gaps as the row shows them: the fixed ones plus the count of records over the cap. */
+  allGaps(): CaptureGap[] {
+    const over =
+      this.dropped > 0
+        ? [{ code: 'model_call_capture_records_dropped', detail: `count=${this.dropped} (max_calls_per_rollout)` }]
+        : [];
+    return [...this.gaps, ...over];
+  }
+}
+
+export type OpenResult = { ok: true; replaced: boolean } | { ok: false; reason: string };
+
+export class RolloutBook {
+  private readonly open = new Map<string, OpenRollout>();
+  private readonly sweeper: NodeJS.Timeout;
+  /** Rollouts dropped by idle expiry since start (shown on /metrics). */
+  expired = 0;
+
+  /** `onExpire` hears of each rollout dropped by idle expiry. */
+  constructor(
+    private readonly limits: RolloutBookLimits,
+    private readonly onExpire: () => void = () => {},
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(50, Math.min(limits.idleMs / 4, 60_000)));
+    this.sweeper.unref();
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Open `id`; an id already open is replaced with an empty one (a new attempt never inherits old records). */
+  openRollout(id: string): OpenResult {
+    const existing = this.open.get(id);
+    if (!existing && this.open.size >= this.limits.maxOpen) {
+      return {
+        ok: false,
+        reason:
+          `${this.open.size} rollouts are open, the most this model server keeps (max_open_rollouts); close ` +
+          'finished rollouts, or raise max_open_rollouts',
+      };
+    }
+    if (existing) existing.closed = true;
+    this.open.set(id, new OpenRollout(id, this.limits.maxCallsPerRollout));
+    return { ok: true, replaced: existing !== undefined };
+  }
+
+  /** The open rollout of `id`, touched; undefined when it was never opened, was closed, or expired. */
+  get(id: string): OpenRollout | undefined {
+    const rollout = this.open.get(id);
+    if (rollout) rollout.lastTouched = Date.now();
+    return rollout;
+  }
+
+  /** Close `id` and hand back what it recorded; undefined when it is not open. */
+  close(id: string): OpenRollout | undefined {
+    const rollout = this.open.get(id);
+    if (!rollout) return undefined;
+    this.open.delete(id);
+    rollout.closed = true;
+    if (rollout.inFlight > 0) {
+      rollout.gaps.push({ code: 'model_call_capture_incomplete', detail: `${rollout.inFlight} call(s) still running` });
+    }
+    return rollout;
+  }
+
+  /** Drop rollouts idle longer than the limit (none of their calls in flight). */
+  sweep(now = Date.now()): void {
+    for (const [id, rollout] of this.open) {
+      if (rollout.inFlight === 0 && now - rollout.lastTouched > this.limits.idleMs) {
+        this.open.delete(id);
+        rollout.closed = true;
+        this.expired++;
+        this.onExpire();
+      }
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+}

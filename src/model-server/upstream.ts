@@ -1,0 +1,92 @@
+/**
+ * Where a model server sends its calls. `Upstream` is the seam later upstreams plug into (an in-process GGUF model,
+ * a token-capturing vLLM); `OpenAiUpstream` is any OpenAI-compatible HTTP server (OpenAI, vLLM, llama-server,
+ * Ollama): `POST <base>/responses` and `<base>/chat/completions`, with the configured model name and api key.
+ *
+ * The api key goes out as `Authorization: Bearer …` on each call and nowhere else: `redact` scrubs it from any text
+ * the server shows (an upstream error body may echo what it received).
+ */
+import type { HttpResponse } from '../http/client.js';
+import { request } from '../http/client.js';
+import { streamRequest, type StreamingResponse } from '../http/stream-client.js';
+import type { Dialect } from './records.js';
+
+export interface UpstreamCall {
+  dialect: Dialect;
+  /** The agent's request body with the upstream's model name set, encoded. */
+  body: Buffer;
+  signal: AbortSignal;
+}
+
+export interface Upstream {
+  /** The model name every call is sent with (replacing the agent's). */
+  readonly model: string;
+  /** Keys merged under the agent's body on every call (`extra_body`). */
+  readonly extraBody: Record<string, unknown>;
+  /** One call, its answer read whole (bounded). */
+  send(call: UpstreamCall): Promise<HttpResponse>;
+  /** One call whose answer streams. */
+  stream(call: UpstreamCall): Promise<StreamingResponse>;
+  /** `text` with every secret this upstream holds replaced by `****`. */
+  redact(text: string): string;
+}
+
+export interface OpenAiUpstreamOptions {
+  /** The API's base URL, `/v1` included (`http://localhost:8000/v1`); no trailing slash. */
+  baseUrl: string;
+  apiKey: string | undefined;
+  model: string;
+  defaultHeaders: Record<string, string>;
+  extraBody: Record<string, unknown>;
+  timeoutMs: number;
+  maxResponseBytes: number;
+}
+
+const PATHS: Record<Dialect, string> = { responses: '/responses', chat: '/chat/completions' };
+
+export class OpenAiUpstream implements Upstream {
+  private readonly headers: Record<string, string>;
+  private readonly secrets: string[];
+
+  constructor(private readonly options: OpenAiUpstreamOptions) {
+    this.headers = { ...options.defaultHeaders };
+    if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
+    // Header values may carry credentials too (an `api-key` header): each long enough to matter is scrubbed.
+    this.secrets = [options.apiKey ?? '', ...Object.values(options.defaultHeaders)].filter((s) => s.length >= 8);
+  }
+
+  get model(): string {
+    return this.options.model;
+  }
+
+  get extraBody(): Record<string, unknown> {
+    return this.options.extraBody;
+  }
+
+  send(call: UpstreamCall): Promise<HttpResponse> {
+    return request(this.options.baseUrl + PATHS[call.dialect], {
+      method: 'POST',
+      jsonText: call.body,
+      headers: this.headers,
+      timeoutMs: this.options.timeoutMs,
+      maxBodyBytes: this.options.maxResponseBytes,
+      signal: call.signal,
+    });
+  }
+
+  stream(call: UpstreamCall): Promise<StreamingResponse> {
+    return streamRequest(this.options.baseUrl + PATHS[call.dialect], {
+      jsonText: call.body,
+      headers: { ...this.headers, accept: 'text/event-stream' },
+      timeoutMs: this.options.timeoutMs,
+      maxBodyBytes: this.options.maxResponseBytes,
+      signal: call.signal,
+    });
+  }
+
+  redact(text: string): string {
+    let out = text;
+    for (const secret of this.secrets) out = out.split(secret).join('****');
+    return out;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The remote agent's side of a model server (`model_server` in its config): each rollout opens its id on the model
+ * server before the service is first called, hands the service the rollout's model base URL on every call, and after
+ * verify (or a failure) closes the id and attaches the records to the row as `ng_model_call_capture`.
+ *
+ * Capture never fails a rollout that otherwise succeeded: a close that fails leaves the row with an empty capture and
+ * a gap saying why. An open that fails does fail it (retryable): the service would be handed a URL that answers 404.
+ */
+import { randomUUID } from 'node:crypto';
+import { RetryableRolloutError } from '../errors.js';
+import { callInternal } from '../http/client.js';
+import { captureMetrics, rolloutIdOfRow, type CaptureGap, type ModelCallCapture } from '../model-server/records.js';
+import type { Row } from '../runfiles/row.js';
+
+/** The model server a remote agent's rollouts call through: its instance name and its `http://host:port`. */
+export interface ModelServerTarget {
+  name: string;
+  url: string;
+}
+
+const BOOKKEEPING_TIMEOUT_MS = 30_000;
+const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
+
+export class RolloutModelCapture {
+  readonly rolloutId: string;
+  private opened = false;
+
+  constructor(
+    private readonly target: ModelServerTarget,
+    row: Row,
+  ) {
+    // A hand-made `/run` has no indices: a fresh id still keeps its calls apart from every other rollout's.
+    this.rolloutId = rolloutIdOfRow(row) ?? `gym-${randomUUID()}`;
+  }
+
+  /** What the service is told: where this rollout's model calls go. */
+  get modelBaseUrl(): string {
+    return `${this.target.url}/ng-rollout/${this.rolloutId}/v1`;
+  }
+
+  async open(signal: AbortSignal): Promise<void> {
+    const where = `${this.target.url}/ng-rollout/${this.rolloutId}/open`;
+    let status: number;
+    let text: string;
+    try {
+      const res = await callInternal(where, {
+        json: {},
+        timeoutMs: BOOKKEEPING_TIMEOUT_MS,
+        signal,
+        maxBodyBytes: 65536,
+      });
+      status = res.status;
+      text = res.text().slice(0, 300);
+    } catch (err) {
+      throw new RetryableRolloutError(
+        'MODEL_SERVER_UNREACHABLE',
+        `could not open the rollout on the model server '${this.target.name}' (${(err as Error).message}); is it running?`,
+        { cause: err },
+      );
+    }
+    if (status !== 200) {
+      throw new RetryableRolloutError(
+        'MODEL_SERVER_OPEN_FAILED',
+        `the model server '${this.target.name}' refused to open rollout '${this.rolloutId}': HTTP ${status}: ${text}`,
+      );
+    }
+    this.opened = true;
+  }
+
+  /** Close the rollout on the model server and give back its capture; never throws. */
+  async close(): Promise<ModelCallCapture> {
+    if (!this.opened)
+      return this.empty({ code: 'model_call_capture_no_records', detail: 'the rollout ended before it was opened' });
+    try {
+      const res = await callInternal(`${this.target.url}/ng-rollout/${this.rolloutId}/close`, {
+        json: {},
+        timeoutMs: BOOKKEEPING_TIMEOUT_MS,
+        maxBodyBytes: MAX_CAPTURE_BYTES,
+      });
+      if (res.status !== 200) {
+        return this.empty({ code: 'model_call_capture_unreadable', detail: `close answered HTTP ${res.status}` });
+      }
+      const capture = res.json() as ModelCallCapture;
+      if (!Array.isArray(capture.calls)) {
+        return this.empty({ code: 'model_call_capture_unreadable', detail: 'close answered no calls' });
+      }
+      return capture;
+    } catch (err) {
+      return this.empty({ code: 'model_call_capture_unreadable', detail: (err as Error).message.slice(0, 300) });
+    }
+  }
+
+  private empty(gap: CaptureGap): ModelCallCapture {
+    return { rollout_id: this.rolloutId, metrics: captureMetrics([]), calls: [], gaps: [gap] };
+  }
+}
