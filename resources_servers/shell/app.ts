@@ -35,6 +35,8 @@ import { verifyHarborTask } from './harbor/verify.js';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The tasks shipped with the source tree (this file runs from dist/resources_servers/shell/). */
 export const DEFAULT_TASKS_DIR = path.resolve(HERE, '..', '..', '..', 'resources_servers', 'shell', 'data', 'tasks');
+/** The example Harbor-format tasks shipped with the source tree. */
+export const DEFAULT_HARBOR_TASKS_DIR = path.resolve(DEFAULT_TASKS_DIR, '..', 'harbor-example');
 
 export interface ShellState {
   /** The task: the environment's own shape, or a Harbor-format task (`harbor_task` rows). */
@@ -242,7 +244,7 @@ const ShellConfig = z.looseObject({
 
 export interface ShellServerSettings {
   tasksDir: string;
-  harborTasksDir?: string;
+  harborTasksDir: string;
   baseDir: string;
   limits: Partial<SandboxLimits>;
   checkTimeoutSecs?: number;
@@ -270,7 +272,7 @@ export function shellSettings(
     if (typeof value === 'number') limits[LIMIT_KEYS[key]!] = value;
   return {
     tasksDir: block.tasks_dir ? path.resolve(configDir, block.tasks_dir) : DEFAULT_TASKS_DIR,
-    ...(block.harbor_tasks_dir ? { harborTasksDir: path.resolve(configDir, block.harbor_tasks_dir) } : {}),
+    harborTasksDir: block.harbor_tasks_dir ? path.resolve(configDir, block.harbor_tasks_dir) : DEFAULT_HARBOR_TASKS_DIR,
     baseDir: block.sandbox_base_dir
       ? path.resolve(configDir, block.sandbox_base_dir)
       : path.join(os.tmpdir(), 'tsgym-shell', instanceName),
@@ -295,7 +297,7 @@ export async function createShellServer(
     sandboxes: host,
     commandWallSecs: host.limits.commandWallSecs,
     tasksDir: settings.tasksDir,
-    ...(settings.harborTasksDir ? { harborTasksDir: settings.harborTasksDir } : {}),
+    harborTasksDir: settings.harborTasksDir,
     ...(settings.checkTimeoutSecs ? { checkTimeoutSecs: settings.checkTimeoutSecs } : {}),
     ...(settings.idleTimeoutSecs ? { idleTimeoutSecs: settings.idleTimeoutSecs } : {}),
     ...(settings.maxSessions ? { maxSessions: settings.maxSessions } : {}),
