@@ -52,7 +52,7 @@ export async function verifyHarborTask(
     verifier_exit_code: result.exit_code,
     verifier_seconds: result.duration_ms / 1000,
     ...extras,
-    ...(reward.error ? { check_error: `${reward.error}${describeRun(result, timeoutSecs)}${outputTail(result)}` } : {}),
+    ...(reward.error ? { check_error: `${reward.error}${describeRun(result)}${outputTail(result)}` } : {}),
   };
 }
 
@@ -76,6 +76,16 @@ export async function runVerifier(
       rwBinds: [[logsDir, '/logs/verifier']],
       env: task.verifierEnv,
     });
+    // A verifier stopped half-way may have written a reward it would have taken back: it scores nothing.
+    if (result.limit_exceeded)
+      return {
+        result,
+        reward: {
+          reward: 0,
+          extras: {},
+          error: `tests/test.sh did not finish: ${stopReason(result, timeoutSecs)}; its reward file is not used`,
+        },
+      };
     return { result, reward: readReward(logsDir) };
   } finally {
     rmSync(testsDir, { recursive: true, force: true });
@@ -166,10 +176,14 @@ function readSmallFile(file: string): { text?: string; problem?: string } {
   }
 }
 
-function describeRun(result: CommandResult, timeoutSecs: number): string {
-  if (result.limit_exceeded === 'wall_time') return ` (test.sh ran past the verifier timeout, ${timeoutSecs} s)`;
-  if (result.limit_exceeded) return ` (test.sh was stopped by the ${result.limit_exceeded} limit)`;
-  return ` (test.sh exited ${result.exit_code})`;
+function stopReason(result: CommandResult, timeoutSecs: number): string {
+  return result.limit_exceeded === 'wall_time'
+    ? `it ran past the verifier timeout, ${timeoutSecs} s`
+    : `it was stopped by the ${result.limit_exceeded} limit`;
+}
+
+function describeRun(result: CommandResult): string {
+  return result.limit_exceeded ? '' : ` (test.sh exited ${result.exit_code})`;
 }
 
 function outputTail(result: CommandResult): string {
