@@ -5,10 +5,12 @@
  * collected through the remote agent by a service that runs each task's oracle.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findFreePort } from '../../../src/config/index.js';
+import { installRoot } from '../../../src/config/roots.js';
 import { placeholderResponse } from '../../../src/contract/index.js';
 import { request } from '../../../src/http/client.js';
 import { CookieJar } from '../../../src/http/cookies.js';
@@ -236,6 +238,33 @@ describe('gym tasks check', { skip: unavailable }, () => {
       /^FAIL failing-run .*\n +seed failed: failing-run\/environment\/Dockerfile:4: RUN .* failed with exit code 3/m,
     );
     assert.match(bad.stdout, /fatal: no compiler/);
+  });
+
+  test('without root it refuses in one paragraph naming the prerequisite, exit 1', (t) => {
+    const gym = path.join(installRoot(), 'bin', 'gym.js');
+    const reachable = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', gym]);
+    if (reachable.status !== 0) return t.skip('this checkout is out of reach of an unprivileged user');
+    const run = spawnSync(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        gym,
+        'tasks',
+        'check',
+        DEFAULT_HARBOR_TASKS_DIR,
+      ],
+      { cwd: '/', env: { ...process.env, HOME: '/' }, encoding: 'utf8' },
+    );
+    assert.equal(run.status, 1, `${run.stdout}\n${run.stderr}`);
+    assert.match(
+      run.stderr,
+      /^Error: gym tasks check runs each task in a shell environment sandbox, and the shell environment cannot create its sandboxes on this machine, .*it must run as root \(this process runs as uid 65534\).*\n$/,
+    );
+    assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+    assert.equal(run.stdout, '');
   });
 
   test('a directory without tasks is one paragraph, exit 1', async () => {

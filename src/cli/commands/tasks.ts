@@ -25,7 +25,11 @@ export async function tasksCheck(cmd: ParsedCommand): Promise<number> {
   const { checkHarborTasks } = await import('../../../resources_servers/shell/harbor/oracle.js');
   const { TaskError } = await import('../../../resources_servers/shell/tasks.js');
   const tasksDir = path.resolve(dir);
-  const host = await openSandboxHost({ baseDir });
+  const { SandboxUnavailableError } = await import('../../../resources_servers/shell/sandbox/errors.js');
+  const host = await openSandboxHost({ baseDir }).catch((err: unknown) => {
+    if (!(err instanceof SandboxUnavailableError)) throw err;
+    throw new ConfigError(`gym tasks check runs each task in a shell environment sandbox, and ${err.message}`);
+  });
   try {
     const results = await checkHarborTasks(tasksDir, {
       host,
