@@ -83,8 +83,11 @@ function options(): { only?: string; profile?: boolean; baseline?: string } | st
   }
   const known = new Set([...SCENARIOS.map((scenario) => scenario.id), '5']);
   const unknown = (values.only ?? '').split(',').filter((id) => values.only !== undefined && !known.has(id.trim()));
-  if (unknown.length > 0)
-    return `--only ${values.only}: no scenario ${unknown.join(', ')} (the scenarios are ${[...known].sort().join(', ')})`;
+  if (unknown.length > 0) {
+    // Quoted, so an empty id (`--only 1,`) reads as one rather than as nothing.
+    const named = unknown.map((id) => `'${id.trim()}'`).join(', ');
+    return `--only ${values.only}: no scenario ${named} (the scenarios are ${[...known].sort().join(', ')})`;
+  }
   return values;
 }
 

@@ -17,7 +17,10 @@ import { SandboxError } from './sandbox/errors.js';
 import { openSandboxHost, type SandboxHost } from './sandbox/host.js';
 import { DEFAULT_LIMITS, type SandboxLimits } from './sandbox/limits.js';
 import type { Sandbox } from './sandbox/sandbox.js';
-import { scoreCheck, TaskError, taskFromRow, TaskRow, type ShellTask } from './tasks.js';
+import { scoreCheck, TaskError, taskFromRow, TaskRow, type ShellTask, type TaskRowValue } from './tasks.js';
+import { seedHarborTask } from './harbor/seed.js';
+import { loadHarborTask, type HarborTask } from './harbor/task.js';
+import { verifyHarborTask } from './harbor/verify.js';
 
 /**
  * The shell environment: an agent works in a real, isolated system. Each session gets a bubblewrap sandbox
@@ -32,9 +35,12 @@ import { scoreCheck, TaskError, taskFromRow, TaskRow, type ShellTask } from './t
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The tasks shipped with the source tree (this file runs from dist/resources_servers/shell/). */
 export const DEFAULT_TASKS_DIR = path.resolve(HERE, '..', '..', '..', 'resources_servers', 'shell', 'data', 'tasks');
+/** The example Harbor-format tasks shipped with the source tree. */
+export const DEFAULT_HARBOR_TASKS_DIR = path.resolve(DEFAULT_TASKS_DIR, '..', 'harbor-example');
 
 export interface ShellState {
-  task: ShellTask;
+  /** The task: the environment's own shape, or a Harbor-format task (`harbor_task` rows). */
+  task: ShellTask | HarborTask;
   sandbox: Sandbox;
 }
 
@@ -44,7 +50,9 @@ export interface ShellEnvironmentOptions {
   /** The per-command wall-time cap, shown in `run_command`'s schema. Default: the default limits'. */
   commandWallSecs?: number;
   tasksDir?: string;
-  /** Wall-clock bound of the hidden check. Default 60 s. */
+  /** Where `harbor_task` names are looked up: a directory of Harbor tasks, or one task. */
+  harborTasksDir?: string;
+  /** Wall-clock bound of the hidden check (and of a Harbor task's verifier when its task.toml names none). Default 60 s. */
   checkTimeoutSecs?: number;
   /** Idle sessions (and their sandboxes) are dropped after this long. Default 600 s. */
   idleTimeoutSecs?: number;
@@ -67,17 +75,15 @@ export function createShellEnvironment(
     className: 'ShellResourcesServer',
     seedRow: TaskRow,
     createState: async (row) => {
-      let task: ShellTask;
       try {
-        task = taskFromRow(row, tasksDir);
+        if (row.harbor_task !== undefined) return await seedHarbor(row.harbor_task, options);
+        const task = taskFromRow(row, tasksDir);
+        return { task, sandbox: await sandboxes.create(task.setupFiles) };
       } catch (err) {
         if (err instanceof TaskError)
-          throw new HttpError(422, [
-            { type: 'value_error', loc: ['body', row.task ? 'task' : 'task_dir'], msg: err.message },
-          ]);
+          throw new HttpError(422, [{ type: 'value_error', loc: ['body', rowTaskField(row)], msg: err.message }]);
         throw err;
       }
-      return { task, sandbox: await sandboxes.create(task.setupFiles) };
     },
     tools: (tool) => ({
       run_command: tool({
@@ -149,6 +155,7 @@ export function createShellEnvironment(
         );
       }
       const { task, sandbox } = state;
+      if ('kind' in task) return verifyHarborTask(sandbox, task, task.verifierTimeoutSecs ?? checkTimeoutSecs);
       const usage = { ...sandbox.usage };
       const check = await sandbox.runCheck(task.checkFiles, task.checkCommand, checkTimeoutSecs);
       const score = scoreCheck(check.stdout, task.rewardRule);
@@ -177,6 +184,29 @@ export function createShellEnvironment(
   });
 }
 
+/** The row field that names the task, for a 422's `loc`. */
+function rowTaskField(row: TaskRowValue): string {
+  return row.harbor_task !== undefined ? 'harbor_task' : row.task ? 'task' : 'task_dir';
+}
+
+/** Tasks whose notes (the unused base image, the ignored instructions) this process has logged: once per task. */
+const notedTasks = new Set<string>();
+
+/** A Harbor task's session: its Dockerfile applied in a new sandbox (harbor/seed.ts). */
+async function seedHarbor(name: string, options: ShellEnvironmentOptions): Promise<ShellState> {
+  if (!options.harborTasksDir)
+    throw new TaskError(
+      `harbor_task '${name}': this environment has no harbor_tasks_dir; set it in the instance's config to the directory of Harbor tasks (or one task)`,
+    );
+  const task = loadHarborTask(options.harborTasksDir, name);
+  if (task.plan.notes.length > 0 && !notedTasks.has(task.dir)) {
+    notedTasks.add(task.dir);
+    process.stderr.write(`shell: harbor task '${name}': ${task.plan.notes.join('; ')}\n`);
+  }
+  const { sandbox } = await seedHarborTask(options.sandboxes, task);
+  return { task, sandbox };
+}
+
 /** A file operation's answer, or its refusal as a ToolError the agent reads (400 with the reason). */
 function answerOf(result: Record<string, unknown>): Record<string, unknown> {
   if (typeof result.error === 'string') throw new ToolError(result.error);
@@ -202,6 +232,7 @@ const LIMIT_KEYS: Record<string, keyof SandboxLimits> = {
 
 const ShellConfig = z.looseObject({
   tasks_dir: z.string().min(1).optional(),
+  harbor_tasks_dir: z.string().min(1).optional(),
   sandbox_base_dir: z.string().min(1).optional(),
   check_timeout_secs: z.number().positive().optional(),
   session_idle_timeout_secs: z.number().positive().optional(),
@@ -213,6 +244,7 @@ const ShellConfig = z.looseObject({
 
 export interface ShellServerSettings {
   tasksDir: string;
+  harborTasksDir: string;
   baseDir: string;
   limits: Partial<SandboxLimits>;
   checkTimeoutSecs?: number;
@@ -240,6 +272,7 @@ export function shellSettings(
     if (typeof value === 'number') limits[LIMIT_KEYS[key]!] = value;
   return {
     tasksDir: block.tasks_dir ? path.resolve(configDir, block.tasks_dir) : DEFAULT_TASKS_DIR,
+    harborTasksDir: block.harbor_tasks_dir ? path.resolve(configDir, block.harbor_tasks_dir) : DEFAULT_HARBOR_TASKS_DIR,
     baseDir: block.sandbox_base_dir
       ? path.resolve(configDir, block.sandbox_base_dir)
       : path.join(os.tmpdir(), 'tsgym-shell', instanceName),
@@ -264,6 +297,7 @@ export async function createShellServer(
     sandboxes: host,
     commandWallSecs: host.limits.commandWallSecs,
     tasksDir: settings.tasksDir,
+    harborTasksDir: settings.harborTasksDir,
     ...(settings.checkTimeoutSecs ? { checkTimeoutSecs: settings.checkTimeoutSecs } : {}),
     ...(settings.idleTimeoutSecs ? { idleTimeoutSecs: settings.idleTimeoutSecs } : {}),
     ...(settings.maxSessions ? { maxSessions: settings.maxSessions } : {}),

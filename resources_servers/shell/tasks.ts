@@ -24,8 +24,8 @@ export interface ShellTask {
 }
 
 export const DEFAULT_CHECK_COMMAND = 'sh /check/check.sh';
-const MAX_FILES = 1000;
-const MAX_TASK_BYTES = 32 * 1024 * 1024;
+export const MAX_FILES = 1000;
+export const MAX_TASK_BYTES = 32 * 1024 * 1024;
 
 /** A path inside the work dir (or the check dir) as a task may name it: relative, no `..`, no empty part, no NUL. */
 function isTaskPath(p: string): boolean {
@@ -64,20 +64,24 @@ const TaskJson = z.object({
   check_command: z.string().min(1).max(4096).optional(),
 });
 
-/** What /seed_session reads from the row: exactly one of `task_dir` and `task`. */
+const TaskName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
+    'must be the plain name of a directory under the tasks dir (letters, digits, _ . -)',
+  );
+
+/** What /seed_session reads from the row: exactly one of `task_dir`, `task` and `harbor_task`. */
 export const TaskRow = z
   .looseObject({
-    task_dir: z
-      .string()
-      .regex(
-        /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
-        'must be the plain name of a directory under the tasks dir (letters, digits, _ . -)',
-      )
-      .optional(),
+    task_dir: TaskName.optional(),
     task: InlineTask.optional(),
+    /** A Harbor-format task's directory name under `harbor_tasks_dir` (harbor/task.ts). */
+    harbor_task: TaskName.optional(),
   })
-  .refine((row) => (row.task_dir === undefined) !== (row.task === undefined), {
-    message: "give exactly one of 'task_dir' (a task directory's name) and 'task' (the task inline)",
+  .refine((row) => [row.task_dir, row.task, row.harbor_task].filter((given) => given !== undefined).length === 1, {
+    message:
+      "give exactly one of 'task_dir' (a task directory's name), 'task' (the task inline) and 'harbor_task' (a Harbor task's directory name)",
     path: ['task_dir'],
   });
 

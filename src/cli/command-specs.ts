@@ -191,6 +191,17 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
     positionals: ['name'],
     examples: ['gym new service my_agent', 'gym new service my_agent --python'],
   },
+  'tasks check': {
+    summary:
+      "Run every Harbor-format task's oracle (solution/solve.sh) in a shell sandbox seeded from its Dockerfile, verify it, and list the tasks that do not reach reward 1 (exit 1 if any). Needs what the shell environment needs: Linux, root, bubblewrap.",
+    flags: [FLAGS.json],
+    positionals: ['dir'],
+    examples: [
+      'gym tasks check resources_servers/shell/data/harbor-example',
+      'gym tasks check path/to/one-task --json',
+      'gym tasks check tasks/ +sandbox_base_dir=/var/tmp/tsgym-check +check_timeout_secs=120',
+    ],
+  },
   version: {
     summary: 'Print version information.',
     flags: [FLAGS.json],
@@ -204,6 +215,7 @@ export const COMMAND_GROUPS: Record<string, string[]> = {
   eval: ['run', 'profile', 'compare', 'aggregate', 'explain', 'health'],
   agent: ['check'],
   new: ['environment', 'service'],
+  tasks: ['check'],
 };
 /** Commands of one word. */
 export const LEAF_COMMANDS = ['quickstart', 'view', 'worker', 'version', 'help'];

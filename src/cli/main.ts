@@ -28,6 +28,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   view: async () => (await import('./commands/view.js')).view,
   worker: async () => (await import('./commands/worker.js')).worker,
   version: async () => (await import('./commands/version.js')).version,
+  'tasks check': async () => (await import('./commands/tasks.js')).tasksCheck,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -35,10 +35,14 @@ export interface BwrapTarget {
   uid: number;
   /** RLIMIT_NPROC for that uid: every process of the session at once, sandbox machinery included. */
   processes: number;
-  /** The session's work dir on the host, bound read-write at /work. */
+  /** The session's work dir on the host, bound read-write at `workMount`. */
   workDir: string;
+  /** Where the work dir appears inside: /work, or a Harbor task's WORKDIR (checked by the caller: see harbor/). */
+  workMount: string;
   /** Extra read-only binds: host path → sandbox path. */
   roBinds: Array<[string, string]>;
+  /** Extra read-write binds (a Harbor verifier's /logs/verifier): host path → sandbox path. */
+  rwBinds?: Array<[string, string]>;
   programs: SandboxPrograms;
 }
 
@@ -51,7 +55,8 @@ export function systemBinds(): string[] {
 }
 
 /** The whole command line, from prlimit: cap the uid's processes, become `uid`, then run bwrap around the launcher. */
-export function sandboxCommand({ uid, processes, workDir, roBinds, programs }: BwrapTarget): string[] {
+export function sandboxCommand(target: BwrapTarget): string[] {
+  const { uid, processes, workDir, workMount, roBinds, programs } = target;
   const args = [`--nproc=${processes}:${processes}`, '--', 'setpriv'];
   args.push('--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap);
   args.push(
@@ -68,11 +73,12 @@ export function sandboxCommand({ uid, processes, workDir, roBinds, programs }: B
     if (lstatSafe(top)?.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
   }
   args.push('--proc', '/proc', '--dev', '/dev', '--size', String(TMP_BYTES), '--tmpfs', '/tmp');
-  args.push('--bind', workDir, '/work', '--ro-bind', programs.launcher, '/.tsgym/launcher.py');
+  args.push('--bind', workDir, workMount, '--ro-bind', programs.launcher, '/.tsgym/launcher.py');
   for (const [from, to] of roBinds) args.push('--ro-bind', from, to);
+  for (const [from, to] of target.rwBinds ?? []) args.push('--bind', from, to);
   // The root bwrap builds is a tmpfs: make it read-only too, so the work dir (and the private /tmp) is all a command can write.
   args.push('--remount-ro', '/');
-  args.push('--chdir', '/work', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox');
+  args.push('--chdir', workMount, '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox');
   args.push('--', SANDBOX_PYTHON, '-I', '-S', '/.tsgym/launcher.py');
   return ['prlimit', ...args];
 }

@@ -49,6 +49,18 @@ export async function openSandboxHost(options: SandboxHostOptions): Promise<Sand
   return host;
 }
 
+/** What a session may set for its own sandbox (a Harbor task's): where its work dir appears, its files' modes, its wall budget. */
+export interface SandboxOptions {
+  /** Default /work. Checked by the caller (a Harbor task's WORKDIR: see harbor/dockerfile.ts). */
+  workMount?: string;
+  /** File modes by path; default 0755 for `.sh` files, 0644 for the rest. */
+  modes?: Record<string, number>;
+  /** Directories to make (relative to the work dir) besides the files' parents: a Harbor task's empty ones. */
+  dirs?: string[];
+  /** The session's wall budget in place of the host's `sessionWallSecs` (a Harbor task's agent timeout). */
+  sessionWallSecs?: number;
+}
+
 export class SandboxHost {
   readonly ownerDir: string;
   private readonly programs: SandboxPrograms;
@@ -83,7 +95,7 @@ export class SandboxHost {
   }
 
   /** A new sandbox whose work dir holds `files` (paths relative to the work dir, already validated by the caller). */
-  async create(files: Record<string, string> = {}): Promise<Sandbox> {
+  async create(files: Record<string, string | Buffer> = {}, options: SandboxOptions = {}): Promise<Sandbox> {
     if (this.closed) throw new SandboxError('the sandbox host is shut down');
     let uid: number;
     do uid = randomInt(UID_RANGE.min, UID_RANGE.max);
@@ -99,11 +111,12 @@ export class SandboxHost {
       mkdirSync(work, { mode: 0o700 });
       await mountWorkDir(work, this.limits.diskBytes, uid);
       // The work dir is new and empty: nothing untrusted can have planted a symlink in it yet.
+      for (const relative of options.dirs ?? []) mkdirSync(path.join(work, relative), { recursive: true });
       for (const [relative, content] of Object.entries(files)) {
         const target = path.join(work, relative);
         mkdirSync(path.dirname(target), { recursive: true });
         writeFileSync(target, content);
-        chmodSync(target, relative.endsWith('.sh') ? 0o755 : 0o644);
+        chmodSync(target, (options.modes?.[relative] ?? (relative.endsWith('.sh') ? 0o755 : 0o644)) & 0o755);
       }
       chownTree(work, uid);
       cgroup = this.memory?.create(`s${uid}`, this.limits.sessionMemoryBytes);
@@ -116,8 +129,16 @@ export class SandboxHost {
         `could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
-    const sandbox = new Sandbox(this.limits, this.programs, uid, dir, work, cgroup, (destroyed) =>
-      this.release(destroyed),
+    const limits = options.sessionWallSecs ? { ...this.limits, sessionWallSecs: options.sessionWallSecs } : this.limits;
+    const sandbox = new Sandbox(
+      limits,
+      this.programs,
+      uid,
+      dir,
+      work,
+      cgroup,
+      (destroyed) => this.release(destroyed),
+      options.workMount,
     );
     this.sandboxes.add(sandbox);
     return sandbox;

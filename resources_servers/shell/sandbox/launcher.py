@@ -5,6 +5,7 @@
 # left (kill(-1) from PID 1 reaches the whole namespace), so no process outlives its command. The result goes to
 # fd 3 as one JSON object; fd 3 is never inherited by the command, and the launcher marks itself non-dumpable so
 # processes of the same uid cannot open it through /proc/1/fd.
+import base64
 import ctypes
 import errno
 import json
@@ -14,6 +15,8 @@ import signal
 import stat
 import sys
 
+# The session's work dir inside the sandbox: /work, or the mount point the host names in the operation (a Harbor
+# task's WORKDIR, such as /app).
 WORK = '/work'
 REPORT_FD = 3
 
@@ -75,7 +78,7 @@ def run_command(op):
         try:
             os.close(REPORT_FD)
             os.setsid()
-            os.chdir(WORK)
+            os.chdir(op.get('cwd') or WORK)
             set_limits(limits)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             os.execve('/bin/sh', ['sh', '-c', op['command']], op.get('env', {}))
@@ -154,9 +157,12 @@ def write_file(op):
         if real_parent != WORK and not real_parent.startswith(WORK + '/'):
             return report({'error': 'the path resolves outside the work dir (through a symlink)'})
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        data = op['content'].encode('utf-8')
+        # The host's own writes (a Harbor task's files copied after a RUN step) come as base64, with their mode.
+        data = base64.b64decode(op['content_b64']) if 'content_b64' in op else op['content'].encode('utf-8')
         with os.fdopen(fd, 'wb') as handle:
             handle.write(data)
+            if 'mode' in op:
+                os.fchmod(handle.fileno(), op['mode'] & 0o755)
         report({'bytes_written': len(data)})
     except OSError as err:
         report({'error': os_error(err, op['path'])})
@@ -212,6 +218,8 @@ def main():
     os.dup2(null, 0)
     os.close(null)
     op = json.loads(b''.join(chunks))
+    global WORK
+    WORK = op.get('work') or WORK
     {'run': run_command, 'read': read_file, 'write': write_file, 'list': list_dir}[op['op']](op)
 
 

@@ -36,7 +36,7 @@ export interface SandboxUsage {
   outputBytes: number;
 }
 
-const COMMAND_ENV = {
+export const COMMAND_ENV = {
   PATH: '/usr/local/bin:/usr/bin:/bin',
   HOME: '/work',
   LANG: 'C.UTF-8',
@@ -79,6 +79,21 @@ interface LaunchOptions {
   outputBytes: number;
   /** Extra read-only binds: host path → sandbox path. */
   roBinds?: Array<[string, string]>;
+  /** Extra read-write binds: host path → sandbox path. */
+  rwBinds?: Array<[string, string]>;
+}
+
+/** A command run for the environment itself (a setup step, a check, a verifier): outside the session's budgets. */
+export interface UncountedRun {
+  timeoutSecs: number;
+  /** Default 1 MiB of stdout + stderr. */
+  outputBytes?: number;
+  /** The directory it starts in (inside the sandbox). Default: where the session's commands start. */
+  cwd?: string;
+  /** Added to the commands' environment for this run only. */
+  env?: Record<string, string>;
+  roBinds?: Array<[string, string]>;
+  rwBinds?: Array<[string, string]>;
 }
 
 export class Sandbox {
@@ -86,6 +101,10 @@ export class Sandbox {
   private destroyed = false;
   private readonly running = new Set<ReturnType<typeof spawn>>();
   private readonly stopping = new WeakSet<ReturnType<typeof spawn>>();
+  /** The environment every command gets: the fixed one, HOME at the work dir, and what a task's ENV added. */
+  private env: Record<string, string>;
+  /** Where commands start (inside the work dir): the work dir, or a Harbor task's last WORKDIR. */
+  private cwd: string | undefined;
 
   constructor(
     /** The host's limits (shared by all its sandboxes). */
@@ -98,7 +117,26 @@ export class Sandbox {
     readonly cgroup: SessionCgroup | undefined,
     /** Given back to the host once nothing runs any more: removes the cgroup, unmounts and deletes `dir`, frees `uid`. */
     private readonly release: (sandbox: Sandbox) => Promise<void>,
-  ) {}
+    /** Where the work dir appears inside the sandbox: /work, or a Harbor task's WORKDIR. */
+    readonly workMount = '/work',
+  ) {
+    this.env = { ...COMMAND_ENV, HOME: workMount };
+  }
+
+  /** The environment commands run with. */
+  get commandEnv(): Readonly<Record<string, string>> {
+    return this.env;
+  }
+
+  /** Add variables to every later command's environment (a Harbor task's ENV steps). */
+  extendEnv(vars: Record<string, string>): void {
+    this.env = { ...this.env, ...vars };
+  }
+
+  /** Where every later command starts (a Harbor task's last WORKDIR, inside the work dir). */
+  startIn(cwd: string): void {
+    this.cwd = cwd === this.workMount ? undefined : cwd;
+  }
 
   /** Run `command` with `/bin/sh -c` in the work dir, within the per-command and the remaining per-session limits. */
   async runCommand(command: string, options: { timeoutSecs?: number } = {}): Promise<CommandResult> {
@@ -130,8 +168,9 @@ export class Sandbox {
     const op = {
       op: 'run',
       command,
-      env: COMMAND_ENV,
+      env: this.env,
       limits: this.rlimits(cpuSecs),
+      ...(this.cwd ? { cwd: this.cwd } : {}),
     };
     const oomBefore = this.cgroup?.oomKills() ?? 0;
     const launched = await this.launch(op, { timeoutMs, outputBytes });
@@ -266,6 +305,11 @@ export class Sandbox {
     return this.fileOp({ op: 'write', path: relative, content });
   }
 
+  /** Write bytes with a mode, confined like the agent's writes (no symlink followed): the host's own late writes. */
+  async writeBytes(relative: string, content: Buffer, mode: number): Promise<Record<string, unknown>> {
+    return this.fileOp({ op: 'write', path: relative, content_b64: content.toString('base64'), mode });
+  }
+
   async listDir(relative: string, maxEntries: number): Promise<Record<string, unknown>> {
     return this.fileOp({ op: 'list', path: relative, max_entries: maxEntries });
   }
@@ -294,49 +338,50 @@ export class Sandbox {
     await this.stopCommands();
     const checkDir = path.join(this.dir, 'check');
     rmSync(checkDir, { recursive: true, force: true });
-    // Root writes them and the session's uid must read them: modes are set explicitly, whatever the server's umask.
-    mkdirSync(checkDir);
-    chmodSync(checkDir, 0o755);
-    for (const [relative, content] of Object.entries(files)) {
-      const target = path.join(checkDir, relative);
-      for (let dir = path.dirname(target); dir !== checkDir; dir = path.dirname(dir)) {
-        mkdirSync(dir, { recursive: true });
-        chmodSync(dir, 0o755);
-      }
-      writeFileSync(target, content);
-      chmodSync(target, 0o755);
-    }
+    writeReadableTree(checkDir, files);
     try {
-      const op = {
-        op: 'run',
-        command,
-        env: COMMAND_ENV,
-        limits: this.rlimits(this.limits.commandCpuSecs),
-      };
-      const launched = await this.launch(op, {
-        timeoutMs: timeoutSecs * 1000,
-        outputBytes: 1024 * 1024,
-        roBinds: [[checkDir, '/check']],
-      });
-      const report = launched.report ?? {};
-      if (!launched.report && !launched.killedFor) {
-        throw new SandboxError(
-          `the sandbox did not report the check's result (stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`,
-        );
-      }
-      return {
-        exit_code: typeof report.exit_code === 'number' ? report.exit_code : 137,
-        stdout: launched.stdout.toString('utf8'),
-        stderr: launched.stderr.toString('utf8'),
-        stdout_truncated: launched.stdoutTruncated,
-        stderr_truncated: launched.stderrTruncated,
-        duration_ms: Math.round(launched.durationMs),
-        limit_exceeded: launched.killedFor,
-        cpu_ms: typeof report.cpu_ms === 'number' ? report.cpu_ms : 0,
-      };
+      return await this.runUncounted(command, { timeoutSecs, roBinds: [[checkDir, '/check']] });
     } finally {
       rmSync(checkDir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Run `command` for the environment itself (a Harbor task's RUN step or its verifier, a check): under the
+   * per-process limits, with its own wall time and a 1 MiB output cap, not counted against the session's budgets.
+   * It does not stop the session's other commands: a caller that needs a quiet sandbox calls `stopCommands` first.
+   */
+  async runUncounted(command: string, run: UncountedRun): Promise<CommandResult> {
+    const cwd = run.cwd ?? this.cwd;
+    const op = {
+      op: 'run',
+      command,
+      env: { ...this.env, ...run.env },
+      limits: this.rlimits(this.limits.commandCpuSecs),
+      ...(cwd ? { cwd } : {}),
+    };
+    const launched = await this.launch(op, {
+      timeoutMs: run.timeoutSecs * 1000,
+      outputBytes: run.outputBytes ?? 1024 * 1024,
+      roBinds: run.roBinds ?? [],
+      rwBinds: run.rwBinds ?? [],
+    });
+    const report = launched.report ?? {};
+    if (!launched.report && !launched.killedFor) {
+      throw new SandboxError(
+        `the sandbox did not report the command's result (stderr: ${launched.stderr.toString('utf8').slice(0, 500)})`,
+      );
+    }
+    return {
+      exit_code: typeof report.exit_code === 'number' ? report.exit_code : 137,
+      stdout: launched.stdout.toString('utf8'),
+      stderr: launched.stderr.toString('utf8'),
+      stdout_truncated: launched.stdoutTruncated,
+      stderr_truncated: launched.stderrTruncated,
+      duration_ms: Math.round(launched.durationMs),
+      limit_exceeded: launched.killedFor,
+      cpu_ms: typeof report.cpu_ms === 'number' ? report.cpu_ms : 0,
+    };
   }
 
   /** Kill every command still running (before the check: nothing of the agent's may change files while it runs). */
@@ -379,7 +424,9 @@ export class Sandbox {
       uid: this.uid,
       processes: this.limits.processes + SANDBOX_PROCESSES,
       workDir: this.workDir,
+      workMount: this.workMount,
       roBinds: options.roBinds ?? [],
+      rwBinds: options.rwBinds ?? [],
       programs: this.programs,
     });
     // With a memory cgroup, a root shell joins it first and then becomes prlimit: every process of the command
@@ -419,7 +466,7 @@ export class Sandbox {
       if (reportBytes <= 1024 * 1024) reportChunks.push(chunk);
     });
     child.stdin!.on('error', () => undefined);
-    child.stdin!.end(JSON.stringify(op));
+    child.stdin!.end(JSON.stringify({ work: this.workMount, ...op }));
     const timer = setTimeout(() => kill('wall_time'), options.timeoutMs);
     return new Promise((resolve, reject) => {
       child.once('error', (err) => {
@@ -486,5 +533,23 @@ class CappedBuffer {
 
   bytes(): Buffer {
     return Buffer.concat(this.chunks);
+  }
+}
+
+/**
+ * Write `files` under a new directory `root` that the session's uid can read (root writes them; modes are set
+ * explicitly, whatever the server's umask): a check's files, a Harbor task's tests or solution.
+ */
+export function writeReadableTree(root: string, files: Record<string, string | Buffer>): void {
+  mkdirSync(root, { recursive: true });
+  chmodSync(root, 0o755);
+  for (const [relative, content] of Object.entries(files)) {
+    const target = path.join(root, relative);
+    for (let dir = path.dirname(target); dir !== root; dir = path.dirname(dir)) {
+      mkdirSync(dir, { recursive: true });
+      chmodSync(dir, 0o755);
+    }
+    writeFileSync(target, content);
+    chmodSync(target, 0o755);
   }
 }

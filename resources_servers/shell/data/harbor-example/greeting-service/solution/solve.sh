@@ -1,0 +1,3 @@
+#!/bin/bash
+python3 greet.py > out/greeting.txt
+echo "status=ready" >> data/team.conf

@@ -1,0 +1,3 @@
+#!/bin/bash
+# Deliberately wrong: a text sort puts 100 before 42.
+sort numbers.txt > sorted.txt
