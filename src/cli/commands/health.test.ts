@@ -56,6 +56,7 @@ function writeProblemRun(): void {
       reward: 0,
       error: '/run exceeded run_timeout_secs=5.0s',
       _ng_failure_class: 'remote_agent_error',
+      _ng_failure_code: 'REMOTE_AGENT_RUN_TIMEOUT',
       _ng_task_index: 2,
       _ng_rollout_index: 0,
     },
