@@ -122,7 +122,9 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
   assert.equal(profile.code, 0, profile.stderr);
   const totalCalls = rows.reduce((sum, row) => sum + (row.ng_model_call_capture as ModelCallCapture).calls.length, 0);
   const agents = (JSON.parse(profile.stdout) as { agents: { model_calls?: Record<string, number> }[] }).agents;
-  assert.deepEqual(agents[0]!.model_calls, {
+  const { mean_latency_ms: meanLatency, ...counted } = agents[0]!.model_calls!;
+  assert.ok(typeof meanLatency === 'number' && meanLatency >= 0, `mean latency ${meanLatency}`);
+  assert.deepEqual(counted, {
     rollouts: 5,
     num_calls: totalCalls,
     failed_calls: 0,
@@ -132,6 +134,14 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
     tokens_total: 11 * totalCalls,
     cached_tokens: 2 * totalCalls,
   });
+
+  const text = await runGym(['eval', 'profile', '--rollouts', 'out/rollouts.jsonl'], { cwd: dir });
+  assert.match(
+    text.stdout,
+    new RegExp(
+      `model calls: ${totalCalls} over 5 rollouts \\(0 failed\\); tokens in ${4 * totalCalls}, out ${7 * totalCalls}, cached ${2 * totalCalls}, reasoning ${totalCalls}; mean latency`,
+    ),
+  );
 
   start.child.kill('SIGINT');
   await start.result;

@@ -293,6 +293,8 @@ function modelCallTotals(entries: readonly ProfiledResult[]): Row {
   const fields = ['tokens_in', 'tokens_out', 'tokens_reasoning', 'tokens_total', 'cached_tokens'] as const;
   const totals: Record<string, number | null> = { rollouts: 0, num_calls: 0, failed_calls: 0 };
   for (const field of fields) totals[field] = null;
+  let latencySum = 0;
+  let latencyCount = 0;
   for (const { result } of entries) {
     const calls = (result.ng_model_call_capture as { calls?: unknown } | undefined)?.calls;
     if (!Array.isArray(calls)) continue;
@@ -300,11 +302,16 @@ function modelCallTotals(entries: readonly ProfiledResult[]): Row {
     for (const call of calls as Record<string, unknown>[]) {
       totals.num_calls! += 1;
       if (typeof call.error_category === 'string') totals.failed_calls! += 1;
+      if (typeof call.latency_total_ms === 'number') {
+        latencySum += call.latency_total_ms;
+        latencyCount++;
+      }
       for (const field of fields) {
         if (typeof call[field] === 'number') totals[field] = (totals[field] ?? 0) + call[field];
       }
     }
   }
+  totals.mean_latency_ms = latencyCount > 0 ? latencySum / latencyCount : null;
   return totals.rollouts === 0 ? {} : { model_calls: totals };
 }
 
@@ -474,6 +481,12 @@ function agentLines(agent: Row, report: ProfileReport): string[] {
       ]),
     ];
     lines.push(...table(rows));
+  }
+  const calls = agent.model_calls as Record<string, number | null> | undefined;
+  if (calls) {
+    lines.push(
+      `  model calls: ${calls.num_calls} over ${calls.rollouts} rollouts (${calls.failed_calls} failed); tokens in ${num(calls.tokens_in)}, out ${num(calls.tokens_out)}, cached ${num(calls.cached_tokens)}, reasoning ${num(calls.tokens_reasoning)}; mean latency ${num(calls.mean_latency_ms)} ms`,
+    );
   }
   const passKeys = Object.keys(agent).filter((key) => /^pass[@^]\d+\/|^pass@1\[avg-of-\d+\]\/[^/]+$/.test(key));
   if (passKeys.length > 0) lines.push(...table(passKeys.map((key) => [`  ${key}`, num(agent[key])])));
