@@ -143,9 +143,16 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
     ),
   );
 
+  const explained = await runGym(['eval', 'explain', 'out/rollouts.jsonl', '0:0'], { cwd: dir });
+  assert.equal(explained.code, 0, explained.stderr);
+  assert.match(
+    explained.stdout,
+    /Model calls \(\d+, rollout id 0-0\):\n {2}call \d+ {2}served-model \(chat\) {2}HTTP 200 {2}4 in, 7 out {2}\d+ ms\n/,
+  );
+
   start.child.kill('SIGINT');
   await start.result;
-  const seen = run.stdout + run.stderr + startOut + start.stderr() + profile.stdout;
+  const seen = run.stdout + run.stderr + startOut + start.stderr() + profile.stdout + explained.stdout;
   assert.ok(!seen.includes(API_KEY), 'the key appears in no command output');
   for (const file of filesUnder(dir))
     assert.ok(!readFileSync(file, 'latin1').includes(API_KEY), `the key appears in ${file}`);

@@ -166,6 +166,28 @@ function describeSteps(found: FoundRow, options: AccountOptions): string[] {
 }
 
 /** Which hop failed, from the error text's stage prefix (src/rollout/rollout.ts). */
+/** The model calls the rollout made through its model server (`ng_model_call_capture`), one line each. */
+function describeModelCalls(row: Row): string[] {
+  const capture = row.ng_model_call_capture;
+  if (!isPlainObject(capture) || !Array.isArray(capture.calls)) return [];
+  const count = (value: unknown): string => (typeof value === 'number' ? String(value) : '?');
+  const lines = [`Model calls (${capture.calls.length}, rollout id ${String(capture.rollout_id)}):`];
+  for (const call of capture.calls.slice(0, 200)) {
+    if (!isPlainObject(call)) continue;
+    const latency = typeof call.latency_total_ms === 'number' ? `${call.latency_total_ms.toFixed(0)} ms` : '? ms';
+    const error = typeof call.error_category === 'string' ? `, error ${call.error_category}` : '';
+    lines.push(
+      `  call ${count(call.call_index)}  ${String(call.model)} (${String(call.dialect)})  HTTP ${count(call.status_code)}  ${count(call.tokens_in)} in, ${count(call.tokens_out)} out  ${latency}${error}`,
+    );
+  }
+  if (capture.calls.length > 200) lines.push(`  … ${capture.calls.length - 200} more`);
+  if (Array.isArray(capture.gaps) && capture.gaps.length > 0) {
+    const codes = capture.gaps.map((gap) => (isPlainObject(gap) ? String(gap.code) : '?'));
+    lines.push(`  gaps: ${codes.join(', ')}`);
+  }
+  return lines;
+}
+
 export function failingHop(error: string, failureClass: string, steps: number): string {
   if (failureClass === 'collector_error') return "the collector's call to the agent's /run";
   if (failureClass === 'invalid_row') return 'the dataset row itself (checked by the collector before sending)';
@@ -259,6 +281,7 @@ export function describeRollout(attempts: readonly FoundRow[], options: AccountO
   if (timing.length > 0) lines.push(`  timing: ${timing.join(', ')}`);
   lines.push(...describeAttempts(ordered, options));
   lines.push(...describeSteps(final, options));
+  lines.push(...describeModelCalls(final.row));
   if (final.failure) lines.push(...describeFailure(final, options));
   lines.push('Re-run just this rollout (against servers started with gym env start):');
   lines.push(...rerunCommands(task, rollout, agent, options.rolloutsArg));
