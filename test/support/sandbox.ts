@@ -1,23 +1,30 @@
 /**
- * Helpers the shell environment's tests share: whether this machine can run the sandboxes at all (root, bwrap),
+ * Helpers the shell environment's tests share: whether this machine can run the sandboxes at all (bwrap, and root or
+ * what the environment needs without it),
  * the processes that run under a uid or mention a path, mount points under a dir, and the live-sandbox gauge.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { missingPrerequisites } from '../../resources_servers/shell/sandbox/prerequisites.js';
 import { hostProcesses } from '../../resources_servers/shell/sandbox/processes.js';
 import { request } from '../../src/http/client.js';
 
-/** Why the sandbox tests cannot run here, or undefined when they can. */
+/**
+ * Why the sandbox tests cannot run here, or undefined when they can: as root with bwrap, or as any other user where
+ * the environment itself would start (user namespaces allowed, the util-linux tools there: rootless.ts).
+ */
 export function sandboxTestsUnavailable(): string | undefined {
   if (process.platform !== 'linux') return 'bubblewrap sandboxes need Linux';
-  if (process.getuid?.() !== 0) return 'the shell environment runs as root (per-session uids and tmpfs quotas)';
   try {
     execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
   } catch {
     return 'bubblewrap (bwrap) is not installed';
   }
-  return undefined;
+  if (process.getuid?.() === 0) return undefined;
+  const missing = missingPrerequisites();
+  return missing.length > 0 ? `this user cannot run the sandboxes: ${missing.join('; ')}` : undefined;
 }
 
 /** Pids of the processes running as host uid `uid`. */
@@ -52,4 +59,20 @@ export async function sandboxesGauge(url: string): Promise<number> {
   const text = (await request(`${url}/metrics`, { timeoutMs: 5000 })).text();
   assert.match(text, /^# TYPE gym_shell_sandboxes gauge$/m);
   return Number(/^gym_shell_sandboxes (\S+)$/m.exec(text)?.[1]);
+}
+
+/**
+ * A PATH directory (others may enter it) holding the tools the shell environment needs without root, but not
+ * `missing`: how a test provokes the start-up refusal that names a missing tool, as an unprivileged user.
+ */
+export function pathWithout(missing: string, dir: string): string {
+  chmodSync(dir, 0o755);
+  for (const tool of ['bwrap', 'unshare', 'nsenter', 'setpriv', 'prlimit', 'sh']) {
+    if (tool === missing) continue;
+    const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin']
+      .map((bin) => `${bin}/${tool}`)
+      .find((file) => existsSync(file));
+    if (found) symlinkSync(found, path.join(dir, tool));
+  }
+  return dir;
 }

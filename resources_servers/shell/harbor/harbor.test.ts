@@ -16,7 +16,7 @@ import { request } from '../../../src/http/client.js';
 import { CookieJar } from '../../../src/http/cookies.js';
 import { serve, toolHistory, userMessages } from '../../../src/service/index.js';
 import { readJsonl, runGym, tempDir } from '../../../test/support/cli.js';
-import { sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
+import { pathWithout, sandboxTestsUnavailable } from '../../../test/support/sandbox.js';
 import { createShellServer, DEFAULT_HARBOR_TASKS_DIR, shellSettings } from '../app.js';
 import { HARBOR_EXAMPLE_JSONL } from '../scripts/harbor-rows.js';
 
@@ -240,7 +240,7 @@ describe('gym tasks check', { skip: unavailable }, () => {
     assert.match(bad.stdout, /fatal: no compiler/);
   });
 
-  test('without root it refuses in one paragraph naming the prerequisite, exit 1', (t) => {
+  test('without a tool the sandboxes need (nsenter, as a user) it refuses in one paragraph naming it, exit 1', (t) => {
     const gym = path.join(installRoot(), 'bin', 'gym.js');
     const reachable = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', gym]);
     if (reachable.status !== 0) return t.skip('this checkout is out of reach of an unprivileged user');
@@ -256,12 +256,16 @@ describe('gym tasks check', { skip: unavailable }, () => {
         'check',
         DEFAULT_HARBOR_TASKS_DIR,
       ],
-      { cwd: '/', env: { ...process.env, HOME: '/' }, encoding: 'utf8' },
+      {
+        cwd: '/',
+        env: { ...process.env, HOME: '/', PATH: pathWithout('nsenter', tempDir('tsgym-harbor-bin-')) },
+        encoding: 'utf8',
+      },
     );
     assert.equal(run.status, 1, `${run.stdout}\n${run.stderr}`);
     assert.match(
       run.stderr,
-      /^Error: gym tasks check runs each task in a shell environment sandbox, and the shell environment cannot create its sandboxes on this machine, .*it must run as root \(this process runs as uid 65534\).*\n$/,
+      /^Error: gym tasks check runs each task in a shell environment sandbox, and the shell environment cannot create its sandboxes on this machine, .*nsenter \(util-linux\) is not installed.*\n$/,
     );
     assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
     assert.equal(run.stdout, '');

@@ -44,6 +44,11 @@ export interface BwrapTarget {
   /** Extra read-write binds (a Harbor verifier's /logs/verifier): host path → sandbox path. */
   rwBinds?: Array<[string, string]>;
   programs: SandboxPrograms;
+  /**
+   * Without root (rootless.ts): the command that enters the session holder's namespaces, in place of setpriv. bwrap
+   * then runs as the root of the session's user namespace, and the work dir it binds is the holder's tmpfs.
+   */
+  enterSession?: string[];
 }
 
 /**
@@ -54,12 +59,22 @@ export function systemBinds(): string[] {
   return ['/usr', ...TOP_LEVEL_DIRS.filter((top) => lstatSafe(top)?.isDirectory() === true), '/etc'];
 }
 
-/** The whole command line, from prlimit: cap the uid's processes, become `uid`, then run bwrap around the launcher. */
+/**
+ * The whole command line, from prlimit: cap the session's processes, become the session (its uid as root; its
+ * namespaces without root), then run bwrap around the launcher.
+ */
 export function sandboxCommand(target: BwrapTarget): string[] {
-  const { uid, processes, workDir, workMount, roBinds, programs } = target;
-  const args = [`--nproc=${processes}:${processes}`, '--', 'setpriv'];
-  args.push('--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', programs.bwrap);
-  args.push(
+  const limit = `--nproc=${target.processes}:${target.processes}`;
+  const bwrap = [target.programs.bwrap, ...bwrapArgs(target)];
+  if (target.enterSession) return ['prlimit', limit, '--', ...target.enterSession, ...bwrap];
+  const uid = String(target.uid);
+  return ['prlimit', limit, '--', 'setpriv', '--reuid', uid, '--regid', uid, '--clear-groups', '--', ...bwrap];
+}
+
+/** bubblewrap's own arguments: the namespaces, what of the host is visible, the work dir, and the launcher. */
+function bwrapArgs(target: BwrapTarget): string[] {
+  const { workDir, workMount, roBinds, programs } = target;
+  const args = [
     '--unshare-all',
     '--unshare-user',
     '--die-with-parent',
@@ -67,7 +82,7 @@ export function sandboxCommand(target: BwrapTarget): string[] {
     '--as-pid-1',
     '--clearenv',
     '--disable-userns',
-  );
+  ];
   for (const dir of systemBinds()) args.push('--ro-bind', dir, dir);
   for (const top of TOP_LEVEL_DIRS) {
     if (lstatSafe(top)?.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
@@ -80,7 +95,7 @@ export function sandboxCommand(target: BwrapTarget): string[] {
   args.push('--remount-ro', '/');
   args.push('--chdir', workMount, '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox');
   args.push('--', SANDBOX_PYTHON, '-I', '-S', '/.tsgym/launcher.py');
-  return ['prlimit', ...args];
+  return args;
 }
 
 function lstatSafe(file: string) {

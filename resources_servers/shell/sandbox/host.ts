@@ -14,6 +14,7 @@ import { DEFAULT_LIMITS, type SandboxLimits } from './limits.js';
 import { openMemoryCgroups, type MemoryCgroups, type SessionCgroup } from './memory-cgroup.js';
 import { mountWorkDir, unmountUnder } from './mounts.js';
 import { findOnPath, missingPrerequisites, selfTest, unreachableForSessions } from './prerequisites.js';
+import { runsRootless, SessionHolder } from './rootless.js';
 import { Sandbox } from './sandbox.js';
 import { stageLauncher } from './staged-launcher.js';
 import { cgroupOwnerGone, newOwnerName, makeTraversable, removeStaleOwners } from './stale-owners.js';
@@ -39,7 +40,8 @@ export async function openSandboxHost(options: SandboxHostOptions): Promise<Sand
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   // Found, or missingPrerequisites would have said so.
   const bwrap = findOnPath('bwrap')!;
-  const unreachable = unreachableForSessions(options.baseDir, bwrap);
+  // Without root every sandbox runs as this process's own uid, which reaches whatever the environment reaches.
+  const unreachable = runsRootless() ? undefined : unreachableForSessions(options.baseDir, bwrap);
   if (unreachable) throw new SandboxUnavailableError(unreachable);
   const removed = await removeStaleOwners(options.baseDir);
   const owner = newOwnerName();
@@ -66,6 +68,8 @@ export class SandboxHost {
   private readonly programs: SandboxPrograms;
   private readonly sandboxes = new Set<Sandbox>();
   private readonly uids = new Set<number>();
+  /** Sessions held without root so far: their dirs are `r<n>` (never `s<uid>`, which names a root session's uid). */
+  private heldSessions = 0;
   private closed = false;
 
   constructor(
@@ -97,6 +101,13 @@ export class SandboxHost {
   /** A new sandbox whose work dir holds `files` (paths relative to the work dir, already validated by the caller). */
   async create(files: Record<string, string | Buffer> = {}, options: SandboxOptions = {}): Promise<Sandbox> {
     if (this.closed) throw new SandboxError('the sandbox host is shut down');
+    const sandbox = runsRootless() ? await this.createHeld(files, options) : await this.createOwned(files, options);
+    this.sandboxes.add(sandbox);
+    return sandbox;
+  }
+
+  /** As root: a session uid of its own and a tmpfs mounted on the host, owned by that uid. */
+  private async createOwned(files: Record<string, string | Buffer>, options: SandboxOptions): Promise<Sandbox> {
     let uid: number;
     do uid = randomInt(UID_RANGE.min, UID_RANGE.max);
     while (this.uids.has(uid));
@@ -110,14 +121,7 @@ export class SandboxHost {
       chmodSync(dir, 0o711);
       mkdirSync(work, { mode: 0o700 });
       await mountWorkDir(work, this.limits.diskBytes, uid);
-      // The work dir is new and empty: nothing untrusted can have planted a symlink in it yet.
-      for (const relative of options.dirs ?? []) mkdirSync(path.join(work, relative), { recursive: true });
-      for (const [relative, content] of Object.entries(files)) {
-        const target = path.join(work, relative);
-        mkdirSync(path.dirname(target), { recursive: true });
-        writeFileSync(target, content);
-        chmodSync(target, (options.modes?.[relative] ?? (relative.endsWith('.sh') ? 0o755 : 0o644)) & 0o755);
-      }
+      seedWorkDir(work, files, options);
       chownTree(work, uid);
       cgroup = this.memory?.create(`s${uid}`, this.limits.sessionMemoryBytes);
     } catch (err) {
@@ -125,13 +129,10 @@ export class SandboxHost {
       await unmountUnder(dir);
       rmSync(dir, { recursive: true, force: true });
       this.uids.delete(uid);
-      throw new SandboxError(
-        `could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw workDirError(err);
     }
-    const limits = options.sessionWallSecs ? { ...this.limits, sessionWallSecs: options.sessionWallSecs } : this.limits;
-    const sandbox = new Sandbox(
-      limits,
+    return new Sandbox(
+      this.sessionLimits(options),
       this.programs,
       uid,
       dir,
@@ -140,8 +141,41 @@ export class SandboxHost {
       (destroyed) => this.release(destroyed),
       options.workMount,
     );
-    this.sandboxes.add(sandbox);
-    return sandbox;
+  }
+
+  /**
+   * Without root: this process's uid for every session, and a holder (rootless.ts) whose namespaces keep the
+   * session's tmpfs work dir and count its processes. The files are written through the holder's view of the dir.
+   */
+  private async createHeld(files: Record<string, string | Buffer>, options: SandboxOptions): Promise<Sandbox> {
+    const dir = path.join(this.ownerDir, `r${++this.heldSessions}`);
+    const work = path.join(dir, 'work');
+    let holder: SessionHolder | undefined;
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+      mkdirSync(work, { mode: 0o700 });
+      holder = await SessionHolder.start(work, this.limits.diskBytes);
+      seedWorkDir(holder.view(work), files, options);
+    } catch (err) {
+      await holder?.stop();
+      rmSync(dir, { recursive: true, force: true });
+      throw workDirError(err);
+    }
+    return new Sandbox(
+      this.sessionLimits(options),
+      this.programs,
+      process.getuid!(),
+      dir,
+      work,
+      undefined,
+      (destroyed) => this.release(destroyed),
+      options.workMount,
+      holder,
+    );
+  }
+
+  private sessionLimits(options: SandboxOptions): SandboxLimits {
+    return options.sessionWallSecs ? { ...this.limits, sessionWallSecs: options.sessionWallSecs } : this.limits;
   }
 
   /** Destroy every sandbox and the owner dir (environment shutdown). */
@@ -155,12 +189,29 @@ export class SandboxHost {
 
   /** What a destroyed sandbox hands back: its cgroup, its mounted work dir and its uid. */
   private async release(sandbox: Sandbox): Promise<void> {
+    await sandbox.holder?.stop();
     await sandbox.cgroup?.remove();
     await unmountUnder(sandbox.dir);
     rmSync(sandbox.dir, { recursive: true, force: true });
     this.sandboxes.delete(sandbox);
     this.uids.delete(sandbox.uid);
   }
+}
+
+/** Write the session's first files (and a Harbor task's empty dirs) into its new, empty work dir. */
+function seedWorkDir(work: string, files: Record<string, string | Buffer>, options: SandboxOptions): void {
+  // The work dir is new and empty: nothing untrusted can have planted a symlink in it yet.
+  for (const relative of options.dirs ?? []) mkdirSync(path.join(work, relative), { recursive: true });
+  for (const [relative, content] of Object.entries(files)) {
+    const target = path.join(work, relative);
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, content);
+    chmodSync(target, (options.modes?.[relative] ?? (relative.endsWith('.sh') ? 0o755 : 0o644)) & 0o755);
+  }
+}
+
+function workDirError(err: unknown): SandboxError {
+  return new SandboxError(`could not create a sandbox work dir: ${err instanceof Error ? err.message : String(err)}`);
 }
 
 /** Give the work dir and its seeded files to the session's uid (its subdirectories mode 0755). */

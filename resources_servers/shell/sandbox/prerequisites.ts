@@ -1,7 +1,7 @@
 /**
  * Whether this machine can sandbox at all, asked before the environment says it is ready. There is no unsandboxed
- * fallback, so a missing piece (not root, no bwrap/setpriv/mount, no Python, a base dir the session uids cannot
- * reach, namespaces the kernel refuses) must fail at start-up with an error naming it, not at the first command.
+ * fallback, so a missing piece (no bwrap or util-linux tool, no Python, a base dir the session uids cannot reach, a
+ * kernel that refuses unprivileged user namespaces) must fail at start-up with an error naming it, not at the first command.
  * The static checks come first; the self-test then runs one real command in one real sandbox.
  */
 import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
@@ -10,28 +10,34 @@ import path from 'node:path';
 import { SANDBOX_PYTHON, systemBinds } from './bwrap-args.js';
 import { SandboxUnavailableError } from './errors.js';
 import type { Sandbox } from './sandbox.js';
+import { rootlessBlockers, runsRootless } from './rootless.js';
 import { PACKAGED_LAUNCHER } from './staged-launcher.js';
 
 /** What is missing for the sandboxes to work here, each as a sentence naming the fix; empty when nothing is. */
 export function missingPrerequisites(): string[] {
   const missing: string[] = [];
   if (process.platform !== 'linux') return [`bubblewrap sandboxes need Linux (this is ${process.platform})`];
-  const uid = process.getuid?.();
-  if (uid !== 0) {
-    missing.push(
-      `it must run as root (this process runs as uid ${uid}), since it gives each session its own unprivileged host uid (setpriv) ` +
-        'and a size-limited tmpfs work dir (mount); start it as root, with sudo or in a container that runs as root',
-    );
-  }
-  for (const [tool, why] of [
-    ['bwrap', 'bubblewrap (apt-get install bubblewrap)'],
-    ['setpriv', 'setpriv (util-linux)'],
-    ['prlimit', 'prlimit (util-linux)'],
-    ['mount', 'mount (util-linux)'],
-    ['umount', 'umount (util-linux)'],
-  ] as const) {
+  // As root each session gets a uid of its own (setpriv) and a tmpfs mounted on the host (mount); without root, a
+  // holder process keeps the session's namespaces (unshare) and every operation joins them (nsenter): rootless.ts.
+  const tools: Array<readonly [string, string]> = runsRootless()
+    ? [
+        ['bwrap', 'bubblewrap (apt-get install bubblewrap)'],
+        ['unshare', 'unshare (util-linux)'],
+        ['nsenter', 'nsenter (util-linux)'],
+        ['setpriv', 'setpriv (util-linux)'],
+        ['prlimit', 'prlimit (util-linux)'],
+      ]
+    : [
+        ['bwrap', 'bubblewrap (apt-get install bubblewrap)'],
+        ['setpriv', 'setpriv (util-linux)'],
+        ['prlimit', 'prlimit (util-linux)'],
+        ['mount', 'mount (util-linux)'],
+        ['umount', 'umount (util-linux)'],
+      ];
+  for (const [tool, why] of tools) {
     if (!findOnPath(tool)) missing.push(`${why} is not installed`);
   }
+  if (runsRootless()) missing.push(...rootlessBlockers());
   const python = existsSync(SANDBOX_PYTHON) ? realpathSync(SANDBOX_PYTHON) : undefined;
   if (!python)
     missing.push(`${SANDBOX_PYTHON} is missing (the sandbox's launcher and tasks run on it; apt-get install python3)`);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -18,16 +18,42 @@ const MIB = 1024 * 1024;
 /** The processes of a session's uid the host below allows at once: one command's 24, plus its bwrap monitor and launcher. */
 const PROCESS_CAP = 24 + 2;
 
-/** Pids of `uid`'s processes running exactly `command` (argv joined by spaces). */
-function pidsRunning(uid: number, command: string): number[] {
+/** Without root the sessions are held in namespaces (rootless.ts), not uids: a few checks differ, and say so. */
+const ROOTLESS = process.getuid?.() !== 0;
+
+/**
+ * Pids of the session's processes (its uid's as root; those with its work dir mounted without root), the holder of
+ * a rootless session left out: it is the session's namespace, not one of its commands.
+ */
+function sessionPids(sandbox: Sandbox): number[] {
   return hostProcesses()
-    .filter((proc) => proc.uid === uid && proc.cmdline.trim() === command)
+    .filter((proc) => sandbox.ownsProcess(proc) && proc.pid !== sandbox.holder?.pid)
     .map((proc) => proc.pid);
 }
 
-/** SIGKILL `uid`'s processes running exactly `command`. */
-function killRunning(uid: number, command: string): void {
-  for (const pid of pidsRunning(uid, command)) {
+/** Pids of the session's processes running exactly `command` (argv joined by spaces). */
+function pidsRunning(sandbox: Sandbox, command: string): number[] {
+  return hostProcesses()
+    .filter((proc) => sandbox.ownsProcess(proc) && proc.cmdline.trim() === command)
+    .map((proc) => proc.pid);
+}
+
+/** Mounts at or under the session's dir: on the host as root, in the holder's mount namespace without root. */
+function workMounts(sandbox: Sandbox): string[] {
+  if (!sandbox.holder) return mountsUnder(sandbox.dir);
+  try {
+    return readFileSync(`/proc/${sandbox.holder.pid}/mountinfo`, 'utf8')
+      .split('\n')
+      .map((line) => line.split(' ')[4] ?? '')
+      .filter((point) => point === sandbox.dir || point.startsWith(`${sandbox.dir}/`));
+  } catch {
+    return []; // the holder is gone, and its namespace with it
+  }
+}
+
+/** SIGKILL the session's processes running exactly `command`. */
+function killRunning(sandbox: Sandbox, command: string): void {
+  for (const pid of pidsRunning(sandbox, command)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -102,7 +128,7 @@ interface Held {
  * whatever happens, so a failing test leaves no command holding a limit of the shared sandbox.
  */
 function holdCommands(t: TestContext, sandbox: Sandbox, commands: string[]): Held {
-  const dir = path.join(sandbox.workDir, '.hold');
+  const dir = path.join(sandbox.hostView(sandbox.workDir), '.hold');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir);
   chownSync(dir, sandbox.uid, sandbox.uid);
@@ -161,7 +187,7 @@ async function holdBombs(t: TestContext, sandbox: Sandbox, names: string[]): Pro
   held.signal('go');
   await held.waitFor(
     names.map((name) => `refused-${name}`),
-    () => `the kernel refuses every bomb a fork (the session has ${pidsOfUid(sandbox.uid).length} processes)`,
+    () => `the kernel refuses every bomb a fork (the session has ${sessionPids(sandbox).length} processes)`,
   );
   // A refusal can come a process or two below the cap (other forks being refused at the same instant count for a
   // moment); the bombs fork on until the cap is full, and nothing of theirs ends before the release.
@@ -169,10 +195,10 @@ async function holdBombs(t: TestContext, sandbox: Sandbox, names: string[]): Pro
     () => {
       const early = held.endedEarly();
       if (early) throw new Error(early);
-      return pidsOfUid(sandbox.uid).length >= PROCESS_CAP;
+      return sessionPids(sandbox).length >= PROCESS_CAP;
     },
     {
-      what: () => `the bombs hold the whole limit (${pidsOfUid(sandbox.uid).length} of ${PROCESS_CAP} processes)`,
+      what: () => `the bombs hold the whole limit (${sessionPids(sandbox).length} of ${PROCESS_CAP} processes)`,
       timeoutMs: 60_000,
       intervalMs: 50,
     },
@@ -253,10 +279,10 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // a's sleep runs until the test ends it (from the host, once b has looked), so b looks while it runs.
       const longRunning = a.runCommand('sleep 301; echo done');
       t.after(async () => {
-        killRunning(a.uid, 'sleep 301');
+        killRunning(a, 'sleep 301');
         await longRunning.catch(() => undefined);
       });
-      await eventually(() => pidsRunning(a.uid, 'sleep 301').length === 1, {
+      await eventually(() => pidsRunning(a, 'sleep 301').length === 1, {
         what: "a's sleep runs",
         timeoutMs: 60_000,
         intervalMs: 50,
@@ -274,8 +300,8 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         `only its own few processes:\n${view.stdout}`,
       );
       assert.match(view.stdout, /^\s*1 python3/m, 'its launcher is PID 1');
-      assert.equal(pidsRunning(a.uid, 'sleep 301').length, 1, "a's sleep ran all the while b looked");
-      killRunning(a.uid, 'sleep 301');
+      assert.equal(pidsRunning(a, 'sleep 301').length, 1, "a's sleep ran all the while b looked");
+      killRunning(a, 'sleep 301');
       assert.equal((await longRunning).stdout, 'done\n');
       assert.equal(
         (await a.runCommand(findSecret)).stdout,
@@ -288,7 +314,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // The sleeps would outlast the wait below tenfold: only their killing can end them in time.
       const result = await a.runCommand('(sleep 300 &) ; nohup sleep 300 >/dev/null 2>&1 & echo started');
       assert.equal(result.stdout, 'started\n');
-      await eventually(() => pidsOfUid(a.uid).length === 0, {
+      await eventually(() => sessionPids(a).length === 0, {
         what: 'background processes are killed with the command',
         timeoutMs: 30_000,
         intervalMs: 50,
@@ -301,15 +327,15 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // The bomb holds the limit until released (HOLDING_BOMB), so the other session is asked while it is at the
       // limit, however slowly a loaded machine starts the other sandbox.
       const bomb = await holdBombs(t, a, ['one']);
-      assert.ok(pidsOfUid(a.uid).length <= PROCESS_CAP, 'never more processes than the limit');
+      assert.ok(sessionPids(a).length <= PROCESS_CAP, 'never more processes than the limit');
       const other = await b.runCommand('echo alive');
       assert.equal(other.stdout, 'alive\n');
       assert.equal(bomb.endedEarly(), undefined, 'the other session answered while the bomb still ran');
-      assert.ok(pidsOfUid(a.uid).length <= PROCESS_CAP, 'never more processes than the limit');
+      assert.ok(sessionPids(a).length <= PROCESS_CAP, 'never more processes than the limit');
       const [result] = await bomb.release();
       assert.equal(result!.limit_exceeded, 'processes', JSON.stringify(result));
       assert.match(result!.stderr, /processes limit \(24 processes per session\)/);
-      await eventually(() => pidsOfUid(a.uid).length === 0, {
+      await eventually(() => sessionPids(a).length === 0, {
         what: 'the bomb is gone after the command',
         timeoutMs: 30_000,
         intervalMs: 50,
@@ -326,7 +352,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       );
       let most = 0;
       while (running) {
-        most = Math.max(most, pidsOfUid(a.uid).length);
+        most = Math.max(most, sessionPids(a).length);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const ran = await classic;
@@ -334,7 +360,7 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       assert.equal(ran.limit_exceeded, 'processes', JSON.stringify(ran));
       assert.match(ran.stderr, /processes limit \(24 processes per session\)/);
       assert.ok(most <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${most}`);
-      await eventually(() => pidsOfUid(a.uid).length === 0, {
+      await eventually(() => sessionPids(a).length === 0, {
         what: 'the classic bomb is gone after the command',
         timeoutMs: 30_000,
         intervalMs: 50,
@@ -346,19 +372,19 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       // hold the limit until released. With a cap per command instead of per session they would hold about twice
       // the limit (47 of 26 seen).
       const bombs = await holdBombs(t, a, ['one', 'two']);
-      const held = pidsOfUid(a.uid).length;
+      const held = sessionPids(a).length;
       assert.ok(held <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${held}`);
       const started = await a.runCommand('echo started');
       assert.deepEqual([started.limit_exceeded, started.stdout], ['processes', ''], JSON.stringify(started));
       assert.match(started.stderr, /not started: .*processes limit \(24 processes per session\)/);
-      const still = pidsOfUid(a.uid).length;
+      const still = sessionPids(a).length;
       assert.ok(still <= PROCESS_CAP, `at most ${PROCESS_CAP} processes of the session's uid at once, saw ${still}`);
       assert.equal(bombs.endedEarly(), undefined, 'both bombs held the limit all along');
       for (const result of await bombs.release()) {
         assert.equal(result.limit_exceeded, 'processes', JSON.stringify(result));
         assert.match(result.stderr, /processes limit \(24 processes per session\)/);
       }
-      await eventually(() => pidsOfUid(a.uid).length === 0, {
+      await eventually(() => sessionPids(a).length === 0, {
         what: 'the bombs are gone',
         timeoutMs: 30_000,
         intervalMs: 50,
@@ -545,17 +571,17 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       t.after(() => sandbox.destroy());
       // The sleep outlasts every wait below: only destroy can end it in time.
       const running = sandbox.runCommand('sleep 300');
-      await eventually(() => pidsRunning(sandbox.uid, 'sleep 300').length === 1, {
+      await eventually(() => pidsRunning(sandbox, 'sleep 300').length === 1, {
         what: 'the sleep runs',
         timeoutMs: 60_000,
         intervalMs: 50,
       });
-      assert.equal(mountsUnder(sandbox.dir).length, 1);
+      assert.equal(workMounts(sandbox).length, 1, 'the work dir is a tmpfs of its own');
       await sandbox.destroy();
       assert.match((await running).stderr, /stopped: the session ended/);
       assert.equal(existsSync(sandbox.dir), false);
-      assert.deepEqual(mountsUnder(sandbox.dir), []);
-      await eventually(() => pidsOfUid(sandbox.uid).length === 0, {
+      assert.deepEqual(workMounts(sandbox), []);
+      await eventually(() => sessionPids(sandbox).length === 0, {
         what: "the sandbox's processes are gone",
         timeoutMs: 30_000,
         intervalMs: 50,
@@ -563,60 +589,72 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
       await assert.rejects(sandbox.runCommand('true'), /destroyed/);
     });
 
-    test("start-up removes a dead owner's work dirs and mounts, never a live one's", async (t) => {
-      const dir = tempDir('tsgym-stale-test-');
-      const strayUid = 1_999_999_001;
-      const dead = path.join(dir, 'owner-999999999-1-1', `s${strayUid}`, 'work');
-      mkdirSync(dead, { recursive: true });
-      // Should the host not remove it, the test does (before tempDir's removal at exit, which a mount would stop).
-      t.after(() => spawnSync('umount', ['-l', dead], { stdio: 'ignore' }));
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tsgym-shell', dead]);
-      writeFileSync(path.join(dead, 'left.txt'), 'left behind');
-      // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
-      const straggler = spawn(
-        'setpriv',
-        ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '600'],
-        { stdio: 'ignore' },
-      );
-      t.after(() => straggler.kill('SIGKILL'));
-      await eventually(() => pidsOfUid(strayUid).length === 1, {
-        what: 'the straggler runs as its uid',
-        timeoutMs: 30_000,
-        intervalMs: 50,
-      });
-      const second = await openSandboxHost({ baseDir: dir });
-      try {
-        assert.equal(second.staleRemoved, 1);
-        await eventually(() => straggler.signalCode === 'SIGKILL', {
-          what: "the dead owner's straggler is killed",
+    test(
+      "start-up removes a dead owner's work dirs and mounts, never a live one's",
+      {
+        skip:
+          ROOTLESS &&
+          'as root only: it mounts a tmpfs and runs a straggler as another uid (without root, a killed environment takes its holders with it: tested below)',
+      },
+      async (t) => {
+        const dir = tempDir('tsgym-stale-test-');
+        const strayUid = 1_999_999_001;
+        const dead = path.join(dir, 'owner-999999999-1-1', `s${strayUid}`, 'work');
+        mkdirSync(dead, { recursive: true });
+        // Should the host not remove it, the test does (before tempDir's removal at exit, which a mount would stop).
+        t.after(() => spawnSync('umount', ['-l', dead], { stdio: 'ignore' }));
+        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tsgym-shell', dead]);
+        writeFileSync(path.join(dead, 'left.txt'), 'left behind');
+        // A straggler of the dead owner's sandbox (one that lost bwrap's parent-death signal), still running as its uid.
+        const straggler = spawn(
+          'setpriv',
+          ['--reuid', String(strayUid), '--regid', String(strayUid), '--clear-groups', 'sleep', '600'],
+          { stdio: 'ignore' },
+        );
+        t.after(() => straggler.kill('SIGKILL'));
+        await eventually(() => pidsOfUid(strayUid).length === 1, {
+          what: 'the straggler runs as its uid',
           timeoutMs: 30_000,
           intervalMs: 50,
         });
-        assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
-        assert.deepEqual(readdirSync(dir), [path.basename(second.ownerDir)]);
-        const third = await openSandboxHost({ baseDir: dir });
-        assert.equal(third.staleRemoved, 0, 'a live owner (this process) is left alone');
-        await third.close();
-      } finally {
-        await second.close();
-      }
-    });
+        const second = await openSandboxHost({ baseDir: dir });
+        try {
+          assert.equal(second.staleRemoved, 1);
+          await eventually(() => straggler.signalCode === 'SIGKILL', {
+            what: "the dead owner's straggler is killed",
+            timeoutMs: 30_000,
+            intervalMs: 50,
+          });
+          assert.deepEqual(mountsUnder(path.join(dir, 'owner-999999999-1-1')), []);
+          assert.deepEqual(readdirSync(dir), [path.basename(second.ownerDir)]);
+          const third = await openSandboxHost({ baseDir: dir });
+          assert.equal(third.staleRemoved, 0, 'a live owner (this process) is left alone');
+          await third.close();
+        } finally {
+          await second.close();
+        }
+      },
+    );
 
-    test('a base dir the sessions cannot reach is refused at start-up in one paragraph naming the dir, its mode and the fix', async () => {
-      const closed = tempDir('tsgym-closed-');
-      await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'deeper', 'base') }), (err: Error) => {
-        assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
-        assert.match(
-          err.message,
-          new RegExp(
-            `^the sandbox base dir ${closed}/deeper/base is out of reach of the sessions: ${closed} has mode 0700, .*sandbox_base_dir.*chmod o\\+x ${closed}\\.$`,
-          ),
-        );
-        assert.doesNotMatch(err.message, /\n/, 'one paragraph');
-        return true;
-      });
-      assert.deepEqual(readdirSync(closed), [], 'nothing is created below it');
-    });
+    test(
+      'a base dir the sessions cannot reach is refused at start-up in one paragraph naming the dir, its mode and the fix',
+      { skip: ROOTLESS && 'as root only: without root every session runs as the environment itself' },
+      async () => {
+        const closed = tempDir('tsgym-closed-');
+        await assert.rejects(openSandboxHost({ baseDir: path.join(closed, 'deeper', 'base') }), (err: Error) => {
+          assert.equal((err as { code?: string }).code, 'GYM_SANDBOX_UNAVAILABLE');
+          assert.match(
+            err.message,
+            new RegExp(
+              `^the sandbox base dir ${closed}/deeper/base is out of reach of the sessions: ${closed} has mode 0700, .*sandbox_base_dir.*chmod o\\+x ${closed}\\.$`,
+            ),
+          );
+          assert.doesNotMatch(err.message, /\n/, 'one paragraph');
+          return true;
+        });
+        assert.deepEqual(readdirSync(closed), [], 'nothing is created below it');
+      },
+    );
 
     test('32 sandboxes at once, each with its own files', async () => {
       const started = performance.now();

@@ -15,7 +15,8 @@ import { sandboxCommand, type SandboxPrograms } from './bwrap-args.js';
 import { SandboxError } from './errors.js';
 import { describeLimit, type LimitName, type SandboxLimits } from './limits.js';
 import type { SessionCgroup } from './memory-cgroup.js';
-import { killProcesses } from './processes.js';
+import { killProcesses, type HostProcess } from './processes.js';
+import { HOLDER_PROCESSES, type SessionHolder } from './rootless.js';
 
 export interface CommandResult {
   exit_code: number;
@@ -119,6 +120,8 @@ export class Sandbox {
     private readonly release: (sandbox: Sandbox) => Promise<void>,
     /** Where the work dir appears inside the sandbox: /work, or a Harbor task's WORKDIR. */
     readonly workMount = '/work',
+    /** Without root: the process holding the session's namespaces and tmpfs work dir (rootless.ts). */
+    readonly holder?: SessionHolder,
   ) {
     this.env = { ...COMMAND_ENV, HOME: workMount };
   }
@@ -276,7 +279,7 @@ export class Sandbox {
 
   private workDirFull(): boolean {
     try {
-      const stats = statfsSync(this.workDir);
+      const stats = statfsSync(this.hostView(this.workDir));
       return stats.bavail * stats.bsize < 64 * 1024 || stats.ffree < 8;
     } catch {
       return false;
@@ -293,7 +296,7 @@ export class Sandbox {
 
   /** Bytes the work dir holds now (what the disk quota counts). */
   diskUsedBytes(): number {
-    const stats = statfsSync(this.workDir);
+    const stats = statfsSync(this.hostView(this.workDir));
     return (stats.blocks - stats.bfree) * stats.bsize;
   }
 
@@ -398,8 +401,21 @@ export class Sandbox {
           ),
       ),
     );
-    // Every process of the session's uid is the session's.
-    killProcesses((proc) => proc.uid === this.uid);
+    // Every process of the session's uid (as root), or with the session's work dir mounted (without), is the session's.
+    killProcesses((proc) => this.ownsProcess(proc) && proc.pid !== this.holder?.pid);
+  }
+
+  /**
+   * Whether a host process belongs to this session: runs as its uid (as root), or has its work dir mounted (without
+   * root; the holder itself counts as the session's too).
+   */
+  ownsProcess(proc: HostProcess): boolean {
+    return this.holder ? this.holder.owns(proc) : proc.uid === this.uid;
+  }
+
+  /** `hostPath` as the server reaches it: through the holder without root (the work dir is the holder's tmpfs). */
+  hostView(hostPath: string): string {
+    return this.holder ? this.holder.view(hostPath) : hostPath;
   }
 
   /** Kill whatever runs, unmount and delete the work dir. Idempotent. */
@@ -422,7 +438,9 @@ export class Sandbox {
     // two of them: `processes` is what one command's own tree may reach.
     const [program, ...args] = sandboxCommand({
       uid: this.uid,
-      processes: this.limits.processes + SANDBOX_PROCESSES,
+      // Without root the holder counts too: it lives in the session's user namespace.
+      processes: this.limits.processes + SANDBOX_PROCESSES + (this.holder ? HOLDER_PROCESSES : 0),
+      ...(this.holder ? { enterSession: this.holder.enter() } : {}),
       workDir: this.workDir,
       workMount: this.workMount,
       roBinds: options.roBinds ?? [],
@@ -479,7 +497,7 @@ export class Sandbox {
         if (killedFor === null && !this.stopping.has(child)) return;
         // Killed while bwrap was still setting up, its child can miss --die-with-parent's signal and live on as an
         // orphan (host parent pid 1) holding our pipes. Sandbox processes only ever have host parent 1 that way.
-        killProcesses((proc) => proc.uid === this.uid && proc.ppid === 1);
+        killProcesses((proc) => this.ownsProcess(proc) && proc.ppid === 1 && proc.pid !== this.holder?.pid);
         // Whatever still holds a pipe cannot keep this call waiting.
         setTimeout(() => {
           for (const stream of [child.stdout, child.stderr, reportStream])

@@ -2,7 +2,8 @@
  * `gym tasks check DIR [--json]`: run every Harbor-format task's oracle (`solution/solve.sh`) in a sandbox seeded
  * as the shell environment seeds it, verify it, print one line per task (reward, time) and then the tasks that do
  * not reach reward 1. Exit 0 when every task does, 1 otherwise. It opens the same sandbox host as the environment,
- * so it needs the same prerequisites (Linux, root, bubblewrap) and refuses in one paragraph naming what is missing.
+ * so it needs the same prerequisites (Linux, bubblewrap, and root or user namespaces) and refuses in one paragraph
+ * naming what is missing.
  */
 import os from 'node:os';
 import path from 'node:path';
