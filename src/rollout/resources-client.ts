@@ -211,6 +211,17 @@ export class VerifiedRow {
     return new VerifiedRow(this.bytes, `${this.added},${JSON.stringify(name)}:${JSON.stringify(value)}`);
   }
 
+  /** The row parsed whole (token-id capture rewrites its output); the bytes are this agent's own valid JSON. */
+  toObject(): Record<string, unknown> {
+    const parts = this.toParts();
+    const bytes = Buffer.isBuffer(parts) ? parts : Buffer.concat(parts);
+    return JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+  }
+
+  static fromObject(row: Record<string, unknown>): VerifiedRow {
+    return new VerifiedRow(Buffer.from(JSON.stringify(row), 'utf8'));
+  }
+
   /** The row's bytes, the answer with the added fields, as parts to be sent one after the other. */
   toParts(): Buffer | readonly Buffer[] {
     if (this.added === '') return this.bytes;
