@@ -19,7 +19,13 @@ import {
 } from '../../test/support/vllm-upstream.js';
 import type { ModelCallCapture } from './records.js';
 import { createModelServer, type ModelServer } from './server.js';
-import type { TokenIdShape } from './token-ids.js';
+import {
+  answerTokens,
+  TokenIdCaptureUnsupported,
+  TokenIdsMalformed,
+  TokenIdSource,
+  type TokenIdShape,
+} from './token-ids.js';
 import { OpenAiUpstream } from './upstream.js';
 
 let upstream: VllmUpstream;
@@ -183,6 +189,85 @@ describe('token-id capture refused', () => {
       assert.match(error.message, message);
       assert.equal(capture.calls[0]!.error_category, 'token_id_capture_unsupported');
       assert.equal(capture.calls[0]!.token_id_capture, true);
+    });
+  }
+});
+
+describe('TokenIdSource reading', () => {
+  const never = new AbortController().signal;
+
+  it('llama-server: generated ids from logprobs.content[i].id, prompt ids via /apply-template then /tokenize', async () => {
+    const posted: [string, Record<string, unknown>][] = [];
+    const source = new TokenIdSource('llama_server', (path, body) => {
+      posted.push([path, body]);
+      return Promise.resolve(path === '/apply-template' ? { prompt: '<s>user: hi' } : { tokens: [1, 2, 3] });
+    });
+    const sent = source.askFor({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }, 'chat');
+    assert.deepEqual([sent.logprobs, sent.top_logprobs, sent.return_token_ids], [true, 0, undefined]);
+    const answer = {
+      choices: [
+        {
+          message: { role: 'assistant', content: 'ok' },
+          logprobs: {
+            content: [
+              { id: 40, token: 'o', bytes: [111], logprob: -0.5, top_logprobs: [] },
+              { id: 41, token: 'k', bytes: [107], logprob: -1.25, top_logprobs: [] },
+            ],
+          },
+        },
+      ],
+    };
+    const tokens = await source.read(answerTokens(answer), sent, never);
+    assert.deepEqual(tokens, {
+      prompt_token_ids: [1, 2, 3],
+      generation_token_ids: [40, 41],
+      generation_log_probs: [-0.5, -1.25],
+    });
+    assert.deepEqual(posted, [
+      ['/apply-template', { messages: [{ role: 'user', content: 'hi' }] }],
+      ['/tokenize', { content: '<s>user: hi', add_special: true, parse_special: true }],
+    ]);
+    assert.throws(
+      () => source.askFor({ messages: [], stream: true, tools: [{ type: 'function' }] }, 'chat'),
+      TokenIdCaptureUnsupported,
+    );
+  });
+
+  it('vLLM without prompt_token_ids: the prompt ids come from /tokenize', async () => {
+    const source = new TokenIdSource('vllm', (path) => {
+      assert.equal(path, '/tokenize');
+      return Promise.resolve({ tokens: [7, 8] });
+    });
+    const answer = { choices: [{ logprobs: { content: [{ token: 'token_id:9', logprob: -0.1 }] } }] };
+    assert.deepEqual(await source.read(answerTokens(answer), { messages: [] }, never), {
+      prompt_token_ids: [7, 8],
+      generation_token_ids: [9],
+      generation_log_probs: [-0.1],
+    });
+  });
+
+  const malformed: [string, Record<string, unknown>][] = [
+    [
+      'ids that disagree',
+      {
+        prompt_token_ids: [1],
+        choices: [{ token_ids: [5], logprobs: { content: [{ token: 'token_id:6', logprob: -1 }] } }],
+      },
+    ],
+    [
+      'a token that is no id',
+      { prompt_token_ids: [1], choices: [{ logprobs: { content: [{ token: 'hello', logprob: -1 }] } }] },
+    ],
+    [
+      'a log-prob that is no number',
+      { prompt_token_ids: [1], choices: [{ logprobs: { content: [{ token: 'token_id:6', logprob: 'x' }] } }] },
+    ],
+    ['a negative prompt id', { prompt_token_ids: [-1], choices: [{ logprobs: { content: [] } }] }],
+  ];
+  for (const [what, answer] of malformed) {
+    it(`refuses ${what} (TokenIdsMalformed)`, async () => {
+      const source = new TokenIdSource('vllm', () => Promise.reject(new Error('not called')));
+      await assert.rejects(async () => source.read(answerTokens(answer), {}, never), TokenIdsMalformed);
     });
   }
 });
