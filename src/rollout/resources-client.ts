@@ -211,11 +211,14 @@ export class VerifiedRow {
     return new VerifiedRow(this.bytes, `${this.added},${JSON.stringify(name)}:${JSON.stringify(value)}`);
   }
 
-  /** The row parsed whole (token-id capture rewrites its output); the bytes are this agent's own valid JSON. */
+  /**
+   * The row parsed whole (token-id capture rewrites its output). The bytes were checked on arrival; the parse is
+   * still the bounded one, at the depth a row's envelope allows.
+   */
   toObject(): Record<string, unknown> {
     const parts = this.toParts();
     const bytes = Buffer.isBuffer(parts) ? parts : Buffer.concat(parts);
-    return JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+    return parseBoundedJson(bytes.toString('utf8'), MAX_ENVELOPED_JSON_DEPTH) as Record<string, unknown>;
   }
 
   static fromObject(row: Record<string, unknown>): VerifiedRow {
