@@ -18,6 +18,8 @@ const LAYERS = [
   // The model server (responses_api_models/): the relay to an upstream model and the per-rollout call records, whose
   // shapes the rollout engine above attaches to rows.
   ['src/model-server/'],
+  // Training rows from captured model calls: prefix_merging over a rollout's token ids, projected onto its output.
+  ['src/training/'],
   // The rollout engine (seed → loop of service call and tools → verify → row) and its /v1/responses transport:
   // the remote agent serves it, `gym agent check` calls services through the same transport.
   ['src/rollout/'],

@@ -188,7 +188,7 @@ if (isMainModule(import.meta.url)) {
     return createRemoteAgent({
       config,
       resourcesServer: { name: resources.name, url: resources.url },
-      ...(model ? { modelServer: { name: model.name, url: model.url } } : {}),
+      ...(model ? { modelServer: { name: model.name, url: model.url, tokenIdCapture: config.tokenIdCapture } } : {}),
       name: instance.name,
       debug: global.global_aiohttp_client_request_debug === true,
     }).app;

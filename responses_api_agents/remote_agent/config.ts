@@ -25,6 +25,7 @@ const SCALARS = z.object({
   max_steps: integerAtLeast(1, undefined, { rule: 'an integer ≥ 1 or unset' }),
   max_response_bytes: integerAtLeast(1, DEFAULTS.maxResponseBytes, { rule: 'an integer ≥ 1' }),
   fill_echo_fields: onOff(false),
+  token_id_capture: onOff(false),
 });
 
 /** A key left unset: absent, null, or still OmegaConf's `???`. Every optional key then takes its default. */
@@ -60,9 +61,18 @@ export function parseRemoteAgentConfig(
     maxResponseBytes: block.max_response_bytes,
     auth,
     fillEchoFields: block.fill_echo_fields,
+    tokenIdCapture: block.token_id_capture,
     warnings: authWarnings(auth, serviceBaseUrl, where),
     ...(modelServer ? { modelServer } : {}),
   };
+  if (config.tokenIdCapture && !modelServer) {
+    throw new ConfigError(
+      `${where('token_id_capture')} is true, but ${where('model_server')} is not set: token ids are captured where ` +
+        "the rollout's model calls pass, in a model server. Set model_server: {type: responses_api_models, name: " +
+        '<a vllm_model with return_token_id_information: true, or an openai_model in front of llama-server>}, or ' +
+        'set token_id_capture: false.',
+    );
+  }
   if (config.remoteResponsesTimeoutSecs >= config.runTimeoutSecs) {
     config.warnings.push(
       `${where('remote_responses_timeout_secs')} (${pyFloat(config.remoteResponsesTimeoutSecs)}) is not below ` +

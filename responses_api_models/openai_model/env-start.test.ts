@@ -1,8 +1,8 @@
 /**
  * The model servers under a real `gym env start`: the counter environment, the remote agent with `model_server`, and
  * `openai_model` in front of a scripted upstream, then a real `gym eval run --no-serve`. Every row carries the calls
- * its service made through the URL it was handed; the api key appears in no row, log or output. And `vllm_model` with
- * `return_token_id_information: true` stops start-up with one paragraph saying token capture is not available yet.
+ * its service made through the URL it was handed; the api key appears in no row, log or output. And `vllm_model` with a
+ * `return_token_id_information` that is not true or false stops start-up with one paragraph naming the key.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -158,7 +158,7 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
     assert.ok(!readFileSync(file, 'latin1').includes(API_KEY), `the key appears in ${file}`);
 });
 
-test('vllm_model with return_token_id_information: true stops start-up, saying token capture is not available yet', async () => {
+test('vllm_model with a return_token_id_information that is not true/false stops start-up, naming the key', async () => {
   const dir = tempDir('tsgym-models-');
   const result = await runGym(
     [
@@ -168,7 +168,7 @@ test('vllm_model with return_token_id_information: true stops start-up, saying t
       '++policy_base_url=http://127.0.0.1:9/v1',
       '++policy_api_key=none',
       '++policy_model_name=m',
-      '++policy_model.responses_api_models.vllm_model.return_token_id_information=true',
+      '++policy_model.responses_api_models.vllm_model.return_token_id_information=sometimes',
       `++head_server.port=${await findFreePort()}`,
       `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
     ],
@@ -177,6 +177,6 @@ test('vllm_model with return_token_id_information: true stops start-up, saying t
   assert.equal(result.code, 1, result.stdout + result.stderr);
   assert.match(
     result.stderr,
-    /policy_model\.responses_api_models\.vllm_model\.return_token_id_information is true, but token-id capture is not available/,
+    /policy_model\.responses_api_models\.vllm_model\.return_token_id_information must be true or false, got "sometimes"/,
   );
 });

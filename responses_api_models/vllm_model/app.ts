@@ -1,13 +1,16 @@
 import { isPlainObject } from '../../src/config/types.js';
 import { ConfigError } from '../../src/errors.js';
 import { modelServerFromInstance } from '../../src/model-server/entry.js';
+import type { TokenIdShape } from '../../src/model-server/token-ids.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 
 /**
  * `vllm_model`: a model server in front of a vLLM server (or any OpenAI-compatible one), keyed as NeMo Gym's
  * `responses_api_models/vllm_model` is (`base_url`, `api_key`, `model`, `default_headers`, `extra_body`, …). Calls
- * are relayed as they are on both dialects; the reference's Responses-to-chat translation and token-id capture
- * (`return_token_id_information`) are not available yet, and a setting that needs them stops start-up.
+ * are relayed as they are on both dialects; the reference's Responses-to-chat translation is not available yet.
+ * `return_token_id_information: true` lets a remote agent with `token_id_capture: true` capture each chat call's
+ * token ids and log-probs from vLLM (src/model-server/token-ids.ts); `request_prompt_and_generation_token_ids` is
+ * accepted (tsgym always asks vLLM for `return_token_ids`, and falls back to `/tokenize` when it gives none).
  */
 export const VLLM_MODEL_KEYS = {
   baseUrl: 'base_url',
@@ -24,21 +27,11 @@ export function prepareVllmBlock(
   inner: Record<string, unknown>,
   where: (key: string) => string,
 ): Record<string, unknown> {
-  if (inner.return_token_id_information === true) {
-    throw new ConfigError(
-      `${where('return_token_id_information')} is true, but token-id capture is not available in tsgym's vllm_model ` +
-        'yet: its rows would carry no prompt_token_ids, generation_token_ids or generation_log_probs, and would look ' +
-        'trainable without being so. Set it to false (evaluation records of every call are still kept), or run the ' +
-        "reference's Python vllm_model with server_dir.",
-      'GYM_CONFIG_TOKEN_CAPTURE',
-    );
-  }
-  if (inner.request_prompt_and_generation_token_ids === true) {
-    throw new ConfigError(
-      `${where('request_prompt_and_generation_token_ids')} is true, but token-id capture is not available in tsgym's ` +
-        'vllm_model yet. Set it to false.',
-      'GYM_CONFIG_TOKEN_CAPTURE',
-    );
+  for (const key of ['return_token_id_information', 'request_prompt_and_generation_token_ids']) {
+    const value = inner[key];
+    if (value !== undefined && value !== null && typeof value !== 'boolean') {
+      throw new ConfigError(`${where(key)} must be true or false, got ${JSON.stringify(value)}.`);
+    }
   }
   const overrides = inner.sampling_overrides;
   if (overrides !== undefined && overrides !== null) {
@@ -54,6 +47,11 @@ export function prepareVllmBlock(
   return { ...inner, extra_body: { ...extra, chat_template_kwargs: kwargs } };
 }
 
+/** vLLM gives token ids only when the block asks for them (`return_token_id_information: true`). */
+export function vllmTokenIdShape(inner: Record<string, unknown>): TokenIdShape | undefined {
+  return inner.return_token_id_information === true ? 'vllm' : undefined;
+}
+
 if (isMainModule(import.meta.url)) {
-  void serveInstance((ctx) => modelServerFromInstance(ctx, VLLM_MODEL_KEYS, prepareVllmBlock).app);
+  void serveInstance((ctx) => modelServerFromInstance(ctx, VLLM_MODEL_KEYS, prepareVllmBlock, vllmTokenIdShape).app);
 }

@@ -25,6 +25,14 @@ import {
 } from './records.js';
 import type { OpenRollout } from './rollouts.js';
 import { SseWatcher } from './sse.js';
+import {
+  answerTokens,
+  ChatStreamTokens,
+  chatOutputItems,
+  TokenIdCaptureUnsupported,
+  TokenIdsMalformed,
+  type AnswerTokens,
+} from './token-ids.js';
 import type { Upstream } from './upstream.js';
 
 export interface CallContext {
@@ -129,18 +137,20 @@ export async function modelCall(
   dialect: Dialect,
   rollout: OpenRollout | undefined,
   ctx: CallContext,
+  captureTokens = false,
 ): Promise<GymReply> {
   const body = req.json(); // malformed JSON answers 400
   if (!isRecord(body)) {
     throw new HttpError(422, `the request body must be a JSON object (the ${dialect} create-params)`);
   }
   const recorder = new CallRecorder(ctx, rollout, dialect);
-  const call = { dialect, body: upstreamBody(body, dialect, ctx), signal: req.signal };
   let release: (() => void) | undefined;
   try {
+    const capture = captureTokens ? startCapture(recorder, ctx, body, dialect, req.signal) : undefined;
+    const call = { dialect, body: upstreamBody(capture?.sent ?? body, dialect, ctx), signal: req.signal };
     release = await ctx.limiter?.acquire(req.signal);
-    if (body.stream !== true) return bufferedAnswer(await ctx.upstream.send(call), recorder, ctx);
-    const reply = await streamingCall(ctx.upstream.stream(call), recorder, ctx, release);
+    if (body.stream !== true) return await bufferedAnswer(await ctx.upstream.send(call), recorder, ctx, capture);
+    const reply = await streamingCall(ctx.upstream.stream(call), recorder, ctx, release, capture);
     if (reply.stream) release = undefined; // the relay releases the slot when the stream ends
     return reply;
   } catch (err) {
@@ -160,6 +170,66 @@ function upstreamBody(body: Record<string, unknown>, dialect: Dialect, ctx: Call
       ? { ...body, input: body.input.filter((item) => !(isRecord(item) && item.type === 'reasoning')) }
       : body;
   return Buffer.from(JSON.stringify({ ...ctx.upstream.extraBody, ...sent, model: ctx.upstream.model }));
+}
+
+/** A captured call in progress: the body sent for it, and how its ids are read back. */
+interface TokenCapture {
+  sent: Record<string, unknown>;
+  read(tokens: AnswerTokens, outputItems: Record<string, unknown>[]): Promise<void>;
+}
+
+/** Set a captured call up, or fail it (`token_id_capture_unsupported`) when its upstream or shape gives no ids. */
+function startCapture(
+  recorder: CallRecorder,
+  ctx: CallContext,
+  body: Record<string, unknown>,
+  dialect: Dialect,
+  signal: AbortSignal,
+): TokenCapture {
+  recorder.record.token_id_capture = true;
+  const source = ctx.upstream.tokenIds;
+  if (!source) {
+    throw new CallFailure(
+      'token_id_capture_unsupported',
+      400,
+      `token_id_capture is on for this rollout, but the model server '${ctx.name}' cannot get token ids from its ` +
+        'upstream: use vllm_model with return_token_id_information: true (vLLM), or openai_model in front of ' +
+        'llama-server; or turn token_id_capture off on the remote agent',
+    );
+  }
+  const sent = guardCapture(() => source.askFor(body, dialect));
+  const withModel = { ...sent, model: ctx.upstream.model };
+  return {
+    sent,
+    read: async (tokens, outputItems) => {
+      const captured = await guardCaptureAsync(() => source.read(tokens, withModel, signal));
+      Object.assign(recorder.record, captured, { output_items: outputItems });
+    },
+  };
+}
+
+function captureFailure(err: unknown): never {
+  if (err instanceof TokenIdCaptureUnsupported) throw new CallFailure('token_id_capture_unsupported', 400, err.message);
+  if (err instanceof TokenIdsMalformed) {
+    throw new CallFailure('upstream_bad_response', 502, `the upstream's token ids are unusable: ${err.message}`);
+  }
+  throw err;
+}
+
+function guardCapture<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    return captureFailure(err);
+  }
+}
+
+async function guardCaptureAsync<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    return captureFailure(err);
+  }
 }
 
 function failureReply(failure: CallFailure): GymReply {
@@ -192,8 +262,16 @@ function transportFailure(err: unknown, ctx: CallContext): CallFailure {
   }
 }
 
-/** A whole answer: relayed as it came when it is the JSON object it should be, else the call fails. */
-function bufferedAnswer(res: HttpResponse, recorder: CallRecorder, ctx: CallContext): GymReply {
+/**
+ * A whole answer: relayed as it came when it is the JSON object it should be, else the call fails. A captured call
+ * also fails when its token ids cannot be read: the agent must not act on an answer the row cannot train on.
+ */
+async function bufferedAnswer(
+  res: HttpResponse,
+  recorder: CallRecorder,
+  ctx: CallContext,
+  capture: TokenCapture | undefined,
+): Promise<GymReply> {
   if (res.status >= 400) {
     const text = ctx.upstream.redact(res.body.subarray(0, 64 * 1024).toString('utf8'));
     recorder.finish(res.status, 'upstream_http_error');
@@ -207,6 +285,11 @@ function bufferedAnswer(res: HttpResponse, recorder: CallRecorder, ctx: CallCont
   record.response_status = typeof answer.status === 'string' ? answer.status : null;
   record.finish_reason = finishReasonOf(answer);
   recorder.tokens(usageOf(answer.usage));
+  if (capture)
+    await capture.read(
+      guardCapture(() => answerTokens(answer)),
+      chatOutputItems(answer),
+    );
   recorder.finish(res.status, null);
   return { status: res.status, raw: res.body, contentType: 'application/json' };
 }
@@ -255,6 +338,7 @@ async function streamingCall(
   recorder: CallRecorder,
   ctx: CallContext,
   release: (() => void) | undefined,
+  capture: TokenCapture | undefined,
 ): Promise<GymReply> {
   const res = await pending;
   const type = String(res.headers['content-type'] ?? '');
@@ -269,13 +353,13 @@ async function streamingCall(
       text: () => Buffer.concat(chunks).toString('utf8'),
       json: () => undefined,
     };
-    return bufferedAnswer(whole, recorder, ctx);
+    return bufferedAnswer(whole, recorder, ctx, capture);
   }
   return {
     status: res.status,
     contentType: 'text/event-stream',
     headers: { 'cache-control': 'no-cache' },
-    stream: relay(res, recorder, ctx, release),
+    stream: relay(res, recorder, ctx, release, capture),
   };
 }
 
@@ -284,8 +368,14 @@ async function* relay(
   recorder: CallRecorder,
   ctx: CallContext,
   release: (() => void) | undefined,
+  capture: TokenCapture | undefined,
 ): AsyncGenerator<Buffer> {
-  const watcher = new SseWatcher(recorder.record.dialect, Math.min(ctx.maxResponseBytes, 16 * 1024 * 1024));
+  const gathered = capture ? new ChatStreamTokens() : undefined;
+  const watcher = new SseWatcher(
+    recorder.record.dialect,
+    Math.min(ctx.maxResponseBytes, 16 * 1024 * 1024),
+    gathered ? (chunk) => gathered.onChunk(chunk) : undefined,
+  );
   let category: ErrorCategory | null = 'client_gone';
   try {
     for await (const chunk of res.body) {
@@ -293,6 +383,7 @@ async function* relay(
       yield chunk;
     }
     category = streamOutcome(watcher, recorder);
+    if (category === null && capture && gathered) category = await readStreamTokens(capture, gathered, ctx);
   } catch (err) {
     const failure = transportFailure(err, ctx);
     // A connection lost mid-stream is a cut stream, whatever broke it.
@@ -306,6 +397,22 @@ async function* relay(
     res.cancel();
     release?.();
     recorder.finish(res.status, category, watcher.facts.firstContentAt);
+  }
+}
+
+/** A relayed stream's ids, read once it completed; a failure is the call's category (the answer is already sent). */
+async function readStreamTokens(
+  capture: TokenCapture,
+  gathered: ChatStreamTokens,
+  ctx: CallContext,
+): Promise<ErrorCategory | null> {
+  try {
+    await capture.read(gathered.tokens(), gathered.outputItems());
+    return null;
+  } catch (err) {
+    if (!(err instanceof CallFailure)) throw err;
+    ctx.log(`model stream's token ids failed (${err.category}): ${err.message}`);
+    return err.category;
   }
 }
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { integerAtLeast, instanceKeyParagraph, onOff, parseBlock, positiveSeconds } from '../config/fields.js';
 import { isPlainObject, MISSING_VALUE } from '../config/types.js';
 import { ConfigError } from '../errors.js';
-import type { RolloutBookLimits } from './rollouts.js';
+import { DEFAULT_MAX_CAPTURED_TOKENS_PER_ROLLOUT, type RolloutBookLimits } from './rollouts.js';
 import type { OpenAiUpstreamOptions } from './upstream.js';
 
 export interface UpstreamKeys {
@@ -33,6 +33,7 @@ export const MODEL_SERVER_DEFAULTS = {
   maxOpenRollouts: 4096,
   maxCallsPerRollout: 1024,
   rolloutIdleTimeoutSecs: 3600,
+  maxCapturedTokensPerRollout: DEFAULT_MAX_CAPTURED_TOKENS_PER_ROLLOUT,
 } as const;
 
 const BOUNDS = z.object({
@@ -40,6 +41,7 @@ const BOUNDS = z.object({
   max_response_bytes: integerAtLeast(1, MODEL_SERVER_DEFAULTS.maxResponseBytes),
   max_open_rollouts: integerAtLeast(1, MODEL_SERVER_DEFAULTS.maxOpenRollouts),
   max_calls_per_rollout: integerAtLeast(1, MODEL_SERVER_DEFAULTS.maxCallsPerRollout),
+  max_captured_tokens_per_rollout: integerAtLeast(1, MODEL_SERVER_DEFAULTS.maxCapturedTokensPerRollout),
   rollout_idle_timeout_secs: positiveSeconds(MODEL_SERVER_DEFAULTS.rolloutIdleTimeoutSecs),
   max_concurrent_requests: integerAtLeast(1, undefined, { rule: 'an integer >= 1, or null for no cap' }),
   drop_input_reasoning_items: onOff(false),
@@ -86,6 +88,7 @@ export function parseModelServerConfig(
       maxOpen: block.max_open_rollouts,
       maxCallsPerRollout: block.max_calls_per_rollout,
       idleMs: block.rollout_idle_timeout_secs * 1000,
+      maxCapturedTokensPerRollout: block.max_captured_tokens_per_rollout,
     },
     dropInputReasoningItems: block.drop_input_reasoning_items,
     maxConcurrentRequests: block.max_concurrent_requests ?? null,

@@ -13,13 +13,22 @@ export interface RolloutBookLimits {
   maxOpen: number;
   maxCallsPerRollout: number;
   idleMs: number;
+  /**
+   * Token ids and log-probs held per rollout (prompt + generation of every captured call): past it a call's arrays
+   * are dropped and the rollout carries a gap, so its row is masked rather than trained on. Unset: the default.
+   */
+  maxCapturedTokensPerRollout?: number;
 }
+
+export const DEFAULT_MAX_CAPTURED_TOKENS_PER_ROLLOUT = 4_000_000;
 
 export class OpenRollout {
   readonly calls: ModelCallRecord[] = [];
   readonly gaps: CaptureGap[] = [];
   private nextIndex = 0;
   private dropped = 0;
+  private capturedTokens = 0;
+  private tokensDropped = 0;
   inFlight = 0;
   closed = false;
   lastTouched = Date.now();
@@ -27,6 +36,7 @@ export class OpenRollout {
   constructor(
     readonly id: string,
     private readonly maxCalls: number,
+    private readonly maxTokens = DEFAULT_MAX_CAPTURED_TOKENS_PER_ROLLOUT,
   ) {}
 
   /** The next call's index in this rollout. */
@@ -37,16 +47,35 @@ export class OpenRollout {
   record(call: ModelCallRecord): void {
     if (this.closed) return;
     this.lastTouched = Date.now();
-    if (this.calls.length < this.maxCalls) this.calls.push(call);
+    if (this.calls.length < this.maxCalls) this.calls.push(this.withinTokenCap(call));
     else this.dropped++;
+  }
+
+  /** The call, its token arrays dropped (and counted) when they would take the rollout past its cap. */
+  private withinTokenCap(call: ModelCallRecord): ModelCallRecord {
+    const size = (call.prompt_token_ids?.length ?? 0) + 2 * (call.generation_token_ids?.length ?? 0);
+    if (size === 0) return call;
+    if (this.capturedTokens + size <= this.maxTokens) {
+      this.capturedTokens += size;
+      return call;
+    }
+    this.tokensDropped++;
+    const { prompt_token_ids: _p, generation_token_ids: _g, generation_log_probs: _l, ...rest } = call;
+    return rest;
   }
 
   /** The gaps as the row shows them: the fixed ones plus the count of records over the cap. */
   allGaps(): CaptureGap[] {
-    const over =
+    const over: CaptureGap[] =
       this.dropped > 0
         ? [{ code: 'model_call_capture_records_dropped', detail: `count=${this.dropped} (max_calls_per_rollout)` }]
         : [];
+    if (this.tokensDropped > 0) {
+      over.push({
+        code: 'token_id_capture_over_cap',
+        detail: `the token ids of ${this.tokensDropped} call(s) were dropped (max_captured_tokens_per_rollout)`,
+      });
+    }
     return [...this.gaps, ...over];
   }
 }
@@ -84,7 +113,7 @@ export class RolloutBook {
       };
     }
     if (existing) existing.closed = true;
-    this.open.set(id, new OpenRollout(id, this.limits.maxCallsPerRollout));
+    this.open.set(id, new OpenRollout(id, this.limits.maxCallsPerRollout, this.limits.maxCapturedTokensPerRollout));
     return { ok: true, replaced: existing !== undefined };
   }
 

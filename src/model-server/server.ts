@@ -5,7 +5,8 @@
  * - `POST /v1/responses`, `POST /v1/chat/completions`: forwarded to the upstream with the configured model and key,
  *   whole or as a stream of server-sent events relayed as they arrive (./calls.ts);
  * - the same under `/ng-rollout/<rollout_id>/v1/…`: recorded against that rollout, which must be open (else 404,
- *   never recorded against another);
+ *   never recorded against another); under `/ng-rollout/<rollout_id>/training-token-capture/v1/…` (the reference's
+ *   path when training capture is on) the record also gets the call's token ids and log-probs (./token-ids.ts);
  * - `POST /ng-rollout/<id>/open` and `POST /ng-rollout/<id>/close`: the remote agent's bookkeeping around a rollout;
  *   close answers the rollout's `ng_model_call_capture` and forgets it (./rollouts.ts bounds what is kept);
  * - `GET /` liveness and `GET /metrics`.
@@ -14,7 +15,13 @@ import { App, type GymReply, type GymRequest } from '../http/server.js';
 import { modelMetrics, serveMetrics } from '../prometheus/metrics.js';
 import type { FifoSemaphore } from '../server/agent-server.js';
 import { modelCall, type CallContext } from './calls.js';
-import { captureMetrics, isRolloutId, type Dialect, type ModelCallCapture } from './records.js';
+import {
+  captureMetrics,
+  isRolloutId,
+  TOKEN_CAPTURE_PATH_SEGMENT,
+  type Dialect,
+  type ModelCallCapture,
+} from './records.js';
 import { RolloutBook, type RolloutBookLimits } from './rollouts.js';
 import type { Upstream } from './upstream.js';
 
@@ -82,7 +89,9 @@ function notFound(message: string): GymReply {
 async function rolloutRoute(req: GymRequest, rollouts: RolloutBook, ctx: CallContext): Promise<GymReply> {
   const match = ROLLOUT_PATH.exec(req.path);
   const segment = match ? decodeSegment(match[1]!) : '';
-  const rest = match ? match[2]! : '';
+  const capturePrefix = `/${TOKEN_CAPTURE_PATH_SEGMENT}`;
+  const captureTokens = match !== null && match[2]!.startsWith(`${capturePrefix}/v1/`);
+  const rest = match ? (captureTokens ? match[2]!.slice(capturePrefix.length) : match[2]!) : '';
   const dialect = DIALECT_PATHS[rest];
   if (!match || (dialect === undefined && rest !== '/open' && rest !== '/close')) {
     return { status: 404, body: { detail: 'Not Found' } };
@@ -103,7 +112,7 @@ async function rolloutRoute(req: GymRequest, rollouts: RolloutBook, ctx: CallCon
         'rollout_idle_timeout_secs without calls. Call the model through the base URL of a running rollout.',
     );
   }
-  return modelCall(req, dialect!, rollout, ctx);
+  return modelCall(req, dialect!, rollout, ctx, captureTokens);
 }
 
 function decodeSegment(segment: string): string {

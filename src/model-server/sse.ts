@@ -42,9 +42,11 @@ export class SseWatcher {
   private readonly decoder = new StringDecoder('utf8');
   private pending = '';
 
+  /** `onChatChunk` also sees each parsed chat chunk (token-id capture gathers the ids from them). */
   constructor(
     private readonly dialect: Dialect,
     private readonly maxEventBytes: number,
+    private readonly onChatChunk?: (chunk: Record<string, unknown>) => void,
   ) {}
 
   push(chunk: Buffer, now: number): void {
@@ -80,11 +82,17 @@ export class SseWatcher {
       return;
     }
     if (!isRecord(value)) return;
-    if (this.dialect === 'chat') this.onChatChunk(value, now);
-    else this.onResponsesEvent(value, now);
+    if (this.dialect === 'chat') {
+      this.chatChunk(value, now);
+      try {
+        this.onChatChunk?.(value);
+      } catch (err) {
+        this.facts.bad = `an event's token ids are unusable: ${(err as Error).message.slice(0, 200)}`;
+      }
+    } else this.onResponsesEvent(value, now);
   }
 
-  private onChatChunk(chunk: Record<string, unknown>, now: number): void {
+  private chatChunk(chunk: Record<string, unknown>, now: number): void {
     const facts = this.facts;
     if (typeof chunk.id === 'string') facts.responseId ??= chunk.id;
     if (typeof chunk.model === 'string') facts.model ??= chunk.model;

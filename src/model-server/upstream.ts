@@ -9,7 +9,9 @@
 import type { HttpResponse } from '../http/client.js';
 import { request } from '../http/client.js';
 import { streamRequest, type StreamingResponse } from '../http/stream-client.js';
+import { parseBoundedJson } from '../bounded-json/index.js';
 import type { Dialect } from './records.js';
+import { TokenIdSource, TokenIdsMalformed, type TokenIdShape } from './token-ids.js';
 
 export interface UpstreamCall {
   dialect: Dialect;
@@ -29,6 +31,8 @@ export interface Upstream {
   stream(call: UpstreamCall): Promise<StreamingResponse>;
   /** `text` with every secret this upstream holds replaced by `****`. */
   redact(text: string): string;
+  /** How this upstream gives token ids for `token_id_capture`; undefined when it cannot. */
+  readonly tokenIds?: TokenIdSource | undefined;
 }
 
 export interface OpenAiUpstreamOptions {
@@ -40,6 +44,8 @@ export interface OpenAiUpstreamOptions {
   extraBody: Record<string, unknown>;
   timeoutMs: number;
   maxResponseBytes: number;
+  /** Which token-id shape the upstream answers with (token_id_capture); unset: it gives none. */
+  tokenIdShape?: TokenIdShape | undefined;
 }
 
 const PATHS: Record<Dialect, string> = { responses: '/responses', chat: '/chat/completions' };
@@ -47,12 +53,35 @@ const PATHS: Record<Dialect, string> = { responses: '/responses', chat: '/chat/c
 export class OpenAiUpstream implements Upstream {
   private readonly headers: Record<string, string>;
   private readonly secrets: string[];
+  readonly tokenIds: TokenIdSource | undefined;
 
   constructor(private readonly options: OpenAiUpstreamOptions) {
     this.headers = { ...options.defaultHeaders };
     if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
     // Header values may carry credentials too (an `api-key` header): each long enough to matter is scrubbed.
     this.secrets = [options.apiKey ?? '', ...Object.values(options.defaultHeaders)].filter((s) => s.length >= 8);
+    this.tokenIds = options.tokenIdShape
+      ? new TokenIdSource(options.tokenIdShape, (path, body, signal) => this.postToRoot(path, body, signal))
+      : undefined;
+  }
+
+  /** A POST to the server's root (`/tokenize`, `/apply-template` live beside `/v1`, not under it). */
+  private async postToRoot(path: string, body: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    const root = this.options.baseUrl.replace(/\/v1$/, '');
+    const res = await request(root + path, {
+      method: 'POST',
+      jsonText: Buffer.from(JSON.stringify(body)),
+      headers: this.headers,
+      timeoutMs: this.options.timeoutMs,
+      maxBodyBytes: this.options.maxResponseBytes,
+      signal,
+    });
+    if (res.status !== 200) throw new TokenIdsMalformed(`${path} answered HTTP ${res.status}`);
+    try {
+      return parseBoundedJson(res.body.toString('utf8'));
+    } catch (err) {
+      throw new TokenIdsMalformed(`${path} answered no usable JSON: ${(err as Error).message.slice(0, 200)}`);
+    }
   }
 
   get model(): string {

@@ -9,13 +9,21 @@
 import { randomUUID } from 'node:crypto';
 import { RetryableRolloutError } from '../errors.js';
 import { callInternal } from '../http/client.js';
-import { captureMetrics, rolloutIdOfRow, type CaptureGap, type ModelCallCapture } from '../model-server/records.js';
+import {
+  captureMetrics,
+  rolloutIdOfRow,
+  TOKEN_CAPTURE_PATH_SEGMENT,
+  type CaptureGap,
+  type ModelCallCapture,
+} from '../model-server/records.js';
 import type { Row } from '../runfiles/row.js';
 
 /** The model server a remote agent's rollouts call through: its instance name and its `http://host:port`. */
 export interface ModelServerTarget {
   name: string;
   url: string;
+  /** `token_id_capture`: calls go through the rollout's training-token-capture path (token ids recorded). */
+  tokenIdCapture?: boolean;
 }
 
 const BOOKKEEPING_TIMEOUT_MS = 30_000;
@@ -35,7 +43,12 @@ export class RolloutModelCapture {
 
   /** What the service is told: where this rollout's model calls go. */
   get modelBaseUrl(): string {
-    return `${this.target.url}/ng-rollout/${this.rolloutId}/v1`;
+    const capture = this.tokenIdCapture ? `/${TOKEN_CAPTURE_PATH_SEGMENT}` : '';
+    return `${this.target.url}/ng-rollout/${this.rolloutId}${capture}/v1`;
+  }
+
+  get tokenIdCapture(): boolean {
+    return this.target.tokenIdCapture === true;
   }
 
   async open(signal: AbortSignal): Promise<void> {

@@ -211,6 +211,20 @@ export class VerifiedRow {
     return new VerifiedRow(this.bytes, `${this.added},${JSON.stringify(name)}:${JSON.stringify(value)}`);
   }
 
+  /**
+   * The row parsed whole (token-id capture rewrites its output). The bytes were checked on arrival; the parse is
+   * still the bounded one, at the depth a row's envelope allows.
+   */
+  toObject(): Record<string, unknown> {
+    const parts = this.toParts();
+    const bytes = Buffer.isBuffer(parts) ? parts : Buffer.concat(parts);
+    return parseBoundedJson(bytes.toString('utf8'), MAX_ENVELOPED_JSON_DEPTH) as Record<string, unknown>;
+  }
+
+  static fromObject(row: Record<string, unknown>): VerifiedRow {
+    return new VerifiedRow(Buffer.from(JSON.stringify(row), 'utf8'));
+  }
+
   /** The row's bytes, the answer with the added fields, as parts to be sent one after the other. */
   toParts(): Buffer | readonly Buffer[] {
     if (this.added === '') return this.bytes;

@@ -15,7 +15,7 @@ import type { FifoSemaphore } from '../server/agent-server.js';
 import { rolloutTracer } from '../tracing/spans.js';
 import { withRunBudget, type RunBudget, type RunClock } from './budget.js';
 import type { AgentLog } from './log.js';
-import { ResourcesJar, type ResourcesClient, type VerifiedRow } from './resources-client.js';
+import { ResourcesJar, VerifiedRow, type ResourcesClient } from './resources-client.js';
 import type { ServiceClient } from './service-client.js';
 import type { RemoteAgentConfig } from './settings.js';
 import type { RolloutProgress, RolloutRegistry } from './status.js';
@@ -23,6 +23,7 @@ import { StepBody } from './step-body.js';
 import { RolloutModelCapture, type ModelServerTarget } from './model-capture.js';
 import { MODEL_BASE_URL_HEADER } from '../contract/gym-wire.js';
 import { MODEL_CALL_CAPTURE_KEY } from '../model-server/records.js';
+import { evaluationCapture, maskedFailureFields, rebuildTokenFields } from '../training/rebuild.js';
 import { RolloutTrace, type TraceHeaders } from './trace.js';
 import { Trajectory } from './trajectory.js';
 
@@ -118,7 +119,7 @@ export async function runRollout(
       { clock, ...(options.callerSignal ? { callerSignal: options.callerSignal } : {}) },
     );
     trace.finish({ reward: trace.reward ?? 0 });
-    return capture ? verified.withField(MODEL_CALL_CAPTURE_KEY, await capture.close()) : verified;
+    return capture ? withCapture(verified, capture) : verified;
   } catch (err) {
     // The backstop: whatever went wrong, /run answers with a row (a non-2xx would abort the whole collection).
     const failure = rolloutFailureRow(row, err, ctx, trajectory, clock);
@@ -129,11 +130,28 @@ export async function runRollout(
       reward: 0,
       error: isGymError(err) ? err.code : 'unexpected error',
     });
-    if (capture) failure[MODEL_CALL_CAPTURE_KEY] = await capture.close();
+    if (capture) {
+      const closed = await capture.close();
+      failure[MODEL_CALL_CAPTURE_KEY] = capture.tokenIdCapture ? evaluationCapture(closed) : closed;
+      if (capture.tokenIdCapture) Object.assign(failure, maskedFailureFields(closed));
+    }
     return failure;
   } finally {
     if (progress) ctx.registry?.end(progress);
   }
+}
+
+/**
+ * The row with its model calls: their evaluation records, and with token-id capture the token ids rebuilt onto its
+ * output (or the row masked with the reason). Only then is the row parsed and written again; otherwise its bytes are
+ * spliced as they came.
+ */
+async function withCapture(verified: VerifiedRow, capture: RolloutModelCapture): Promise<VerifiedRow> {
+  const closed = await capture.close();
+  if (!capture.tokenIdCapture) return verified.withField(MODEL_CALL_CAPTURE_KEY, closed);
+  const row = verified.toObject();
+  const rebuilt = rebuildTokenFields(row, closed);
+  return VerifiedRow.fromObject({ ...row, ...rebuilt, [MODEL_CALL_CAPTURE_KEY]: evaluationCapture(closed) });
 }
 
 /** The terminal failure row for a `/run` body that is not a row at all. */

@@ -22,6 +22,11 @@ export interface RemoteAgentConfig {
   resourcesServer: ResourcesServerRef;
   /** Unset: the service calls its model on its own and rows carry no `ng_model_call_capture`. */
   modelServer?: ModelServerRef;
+  /**
+   * `token_id_capture` (needs `model_server`): each rollout's model URL is its training-token-capture path, and after
+   * verify the calls' token ids are rebuilt onto the row's output (src/training/), or the row is masked.
+   */
+  tokenIdCapture: boolean;
   concurrency: number;
   remoteResponsesTimeoutSecs: number;
   runTimeoutSecs: number;
