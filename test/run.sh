@@ -62,11 +62,28 @@ export TMPDIR="$RUN_TMP"
 echo "npm test: temp dir of this run: $RUN_TMP"
 
 # The compiled twin of every test source (a test file deleted or moved leaves a stale twin in dist/, which must not run).
-mapfile -t tests < <(find src resources_servers responses_api_agents examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')
+mapfile -t tests < <(find src resources_servers responses_api_agents responses_api_models examples bench test -name '*.test.ts' | sort | sed -e 's#^#dist/#' -e 's#\.ts$#.js#')
 status=0
 node --test --test-concurrency=2 "${tests[@]}" || status=$?
 # The remote agent's tests and its engine's (src/rollout/) once more with their environments reached in-process, as a
 # co-located agent reaches its environment (D23, test/support/remote-agent.ts): every assertion must hold on both paths.
 TSGYM_TEST_ENV_IN_PROCESS=1 node --test --test-concurrency=2 dist/responses_api_agents/remote_agent/*.test.js dist/src/rollout/*.test.js || status=$?
+# The shell environment without root (resources_servers/shell/sandbox/rootless.ts): its sandbox and Harbor tests once
+# more as an unprivileged user, whose sessions are held in namespaces instead of uids — the same escape, fork-bomb and
+# limit tests must pass both ways. The checkout may lie under a private (0700) directory that user cannot enter, so
+# the user sees it through a bind mount in a mount namespace of this step's own.
+if [ "$(id -u)" = 0 ]; then
+  id -u tsgym-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin tsgym-test
+  user_id="$(id -u tsgym-test)"
+  group_id="$(id -g tsgym-test)"
+  mkdir "$RUN_TMP/rootless" "$RUN_TMP/checkout"
+  chown "$user_id:$group_id" "$RUN_TMP/rootless"
+  unshare --mount --propagation private -- sh -c 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"' sh \
+    "$PWD" "$RUN_TMP/checkout" setpriv --reuid="$user_id" --regid="$group_id" --clear-groups \
+    env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$RUN_TMP/rootless" TMPDIR="$RUN_TMP/rootless" TSGYM_TEST_REQUIRE_SANDBOX=1 \
+    "$(command -v node)" --test --test-concurrency=1 dist/resources_servers/shell/sandbox/sandbox.test.js \
+    dist/resources_servers/shell/harbor/harbor.test.js || status=$?
+  rmdir "$RUN_TMP/rootless" "$RUN_TMP/checkout" || status=1
+fi
 env -u TMPDIR bash test/leftovers.sh "$RUN_TMP" || status=$?
 exit "$status"

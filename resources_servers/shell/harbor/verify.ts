@@ -69,7 +69,8 @@ export async function runVerifier(
   try {
     writeReadableTree(testsDir, task.tests);
     mkdirSync(logsDir, { mode: 0o700 });
-    chownSync(logsDir, sandbox.uid, sandbox.uid);
+    // As root the verifier runs as the session's uid, which must own its logs dir; without root it already does.
+    if (!sandbox.holder) chownSync(logsDir, sandbox.uid, sandbox.uid);
     const result = await sandbox.runUncounted('bash /tests/test.sh', {
       timeoutSecs,
       roBinds: [[testsDir, '/tests']],

@@ -131,7 +131,7 @@ function holdCommands(t: TestContext, sandbox: Sandbox, commands: string[]): Hel
   const dir = path.join(sandbox.hostView(sandbox.workDir), '.hold');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir);
-  chownSync(dir, sandbox.uid, sandbox.uid);
+  if (!ROOTLESS) chownSync(dir, sandbox.uid, sandbox.uid);
   const runs = commands.map((command) => sandbox.runCommand(command));
   let early: string | undefined;
   let released = false;
@@ -566,6 +566,41 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
   });
 
   describe('life cycle', () => {
+    test('a SIGKILLed environment leaves nothing running: its sandboxes (and, without root, their holders) go with it', async (t) => {
+      // A real environment process: it opens a host, starts a long command in a sandbox, says so, and is then killed.
+      const hostModule = new URL('./host.js', import.meta.url).href;
+      const script = [
+        `const { openSandboxHost } = await import(${JSON.stringify(hostModule)});`,
+        `const host = await openSandboxHost({ baseDir: ${JSON.stringify(tempDir('tsgym-sandbox-killed-'))} });`,
+        'const sandbox = await host.create({});',
+        "void sandbox.runCommand('sleep 303');",
+        'console.log(JSON.stringify({ uid: sandbox.uid, holder: sandbox.holder?.pid ?? null }));',
+        'setInterval(() => {}, 1000);',
+      ].join('\n');
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      t.after(() => child.kill('SIGKILL'));
+      let printed = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk));
+      await eventually(() => printed.includes('\n'), {
+        what: 'the environment reports its sandbox',
+        timeoutMs: 90_000,
+      });
+      const { uid, holder } = JSON.parse(printed) as { uid: number; holder: number | null };
+      const sleeping = () =>
+        hostProcesses().filter((proc) => proc.uid === uid && proc.cmdline.trim() === 'sleep 303').length;
+      await eventually(() => sleeping() === 1, { what: 'the command runs', timeoutMs: 60_000, intervalMs: 50 });
+      assert.equal(ROOTLESS, holder !== null, 'a holder exactly when not root');
+      child.kill('SIGKILL');
+      await eventually(() => sleeping() === 0 && (holder === null || !existsSync(`/proc/${holder}`)), {
+        what: () =>
+          `the sandbox${holder === null ? '' : ' and its holder'} end with the environment (${sleeping()} still sleeping)`,
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      });
+    });
+
     test('destroy kills what runs, unmounts and removes the work dir', async (t) => {
       const sandbox = await host.create({ 'x.txt': 'x' });
       t.after(() => sandbox.destroy());
