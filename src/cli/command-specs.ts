@@ -106,6 +106,16 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
       'gym eval compare a.jsonl b.jsonl --margin 0.02 --json compare.json --fail-on worse',
     ],
   },
+  'eval export': {
+    summary:
+      'Export a run for training: trainer samples (token ids, loss mask, log-probs, reward, GRPO group and optional advantage) from the trainable rollouts, or ATIF-v1.7 trajectories; prints how many rollouts were exported and skipped, by reason.',
+    flags: [FLAGS.exportFormat, FLAGS.output, FLAGS.advantages],
+    positionals: ['rollouts'],
+    examples: [
+      'gym eval export results/rollouts.jsonl --format trainer -o results/train.jsonl --advantages grpo',
+      'gym eval export results/rollouts.jsonl --format atif -o results/trajectories.jsonl',
+    ],
+  },
   'eval aggregate': {
     summary:
       'Merge rollout shards, sort them by task and rollout, and compute aggregate metrics through the running agents.',
@@ -212,7 +222,7 @@ export const COMMAND_SPECS: Record<string, CommandSpec> = {
 /** Commands of two words (`gym env start`): the group and its actions. */
 export const COMMAND_GROUPS: Record<string, string[]> = {
   env: ['start', 'status', 'stop', 'resolve'],
-  eval: ['run', 'profile', 'compare', 'aggregate', 'explain', 'health'],
+  eval: ['run', 'profile', 'compare', 'export', 'aggregate', 'explain', 'health'],
   agent: ['check'],
   new: ['environment', 'service'],
   tasks: ['check'],

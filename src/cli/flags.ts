@@ -212,6 +212,20 @@ export const FLAGS = {
     key: 'margin',
     help: 'The difference that matters (default 0): better needs the interval above X, worse below −X (+margin).',
   },
+  exportFormat: {
+    long: '--format',
+    value: 'string',
+    metavar: 'trainer|atif',
+    key: 'format',
+    help: 'trainer: one token-level sample per trainable rollout (input_ids, loss_mask, logprobs, reward, group); atif: one ATIF-v1.7 trajectory per rollout (+format).',
+  },
+  advantages: {
+    long: '--advantages',
+    value: 'string',
+    metavar: 'grpo',
+    key: 'advantages',
+    help: "Add each sample's GRPO advantage: (reward - mean) / (std + 1e-6) over the exported rollouts of its task (+advantages).",
+  },
   failOn: {
     long: '--fail-on',
     value: 'string',

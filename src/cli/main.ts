@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<CommandHandler>> = {
   'eval aggregate': async () => (await import('./commands/eval.js')).evalAggregate,
   'eval explain': async () => (await import('./commands/explain.js')).evalExplain,
   'eval compare': async () => (await import('./commands/compare.js')).evalCompare,
+  'eval export': async () => (await import('./commands/export.js')).evalExport,
   'eval health': async () => (await import('./commands/health.js')).evalHealth,
   quickstart: async () => (await import('./commands/quickstart.js')).quickstart,
   'agent check': async () => (await import('./commands/agent-check.js')).agentCheck,

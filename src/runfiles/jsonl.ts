@@ -10,6 +10,7 @@ import {
   openSync,
   readSync,
   renameSync,
+  rmSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -200,13 +201,14 @@ export class BatchedFileWriter {
     renameSync(this.temporary, this.target);
   }
 
-  /** Give up: the target is left untouched. */
+  /** Give up: the target is left untouched, and the temporary file is removed. */
   abandon(): void {
     try {
       closeSync(this.fd);
     } catch {
       // already closed
     }
+    rmSync(this.temporary, { force: true });
   }
 }
 
