@@ -133,11 +133,23 @@ export function loadTaskDir(tasksDir: string, name: string): ShellTask {
   return task;
 }
 
-/** Regular files under `root`, keyed by their path relative to it (a missing root is an empty tree). */
+/** Regular files under `root`, as text (a native task's setup and check). */
 function readTree(root: string): Record<string, string> {
   const files: Record<string, string> = {};
+  for (const [name, bytes] of Object.entries(readTreeBytes(root, (message) => new TaskError(message))))
+    files[name] = bytes.toString('utf8');
+  return files;
+}
+
+/**
+ * Regular files under `root`, as bytes, keyed by their path relative to it: a missing root is an empty tree, symlinks
+ * are skipped, and more than MAX_FILES files or 32 levels is refused with the error `fail` makes (each kind of task
+ * says it its own way).
+ */
+export function readTreeBytes(root: string, fail: (message: string) => Error): Record<string, Buffer> {
+  const files: Record<string, Buffer> = {};
   const walk = (dir: string, prefix: string, depth: number): void => {
-    if (depth > 32) throw new TaskError(`${dir}: nested deeper than 32 levels`);
+    if (depth > 32) throw fail(`${dir}: nested deeper than 32 levels`);
     let entries;
     try {
       entries = readdirSync(dir, { withFileTypes: true });
@@ -149,8 +161,8 @@ function readTree(root: string): Record<string, string> {
       const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
       if (entry.isDirectory()) walk(path.join(dir, entry.name), relative, depth + 1);
       else if (entry.isFile()) {
-        files[relative] = readFileSync(path.join(dir, entry.name), 'utf8');
-        if (Object.keys(files).length > MAX_FILES) throw new TaskError(`${root}: more than ${MAX_FILES} files`);
+        files[relative] = readFileSync(path.join(dir, entry.name));
+        if (Object.keys(files).length > MAX_FILES) throw fail(`${root}: more than ${MAX_FILES} files`);
       }
     }
   };

@@ -10,10 +10,9 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { COMMAND_ENV } from '../sandbox/sandbox.js';
-import { MAX_FILES, MAX_TASK_BYTES } from '../tasks.js';
+import { MAX_FILES, MAX_TASK_BYTES, readTreeBytes } from '../tasks.js';
 import { HarborTaskError } from './dockerfile.js';
 import { planDockerfile, type DockerPlan } from './plan.js';
-import { readTreeBytes } from './tree.js';
 
 export interface HarborTask {
   kind: 'harbor';
@@ -85,7 +84,7 @@ export function loadHarborTask(tasksDir: string, name: string): HarborTask {
         baseEnv: COMMAND_ENV,
       })
     : { baseImage: undefined, workMount: '/work', cwd: '/work', env: {}, steps: [], notes: [] };
-  const tests = readTreeBytes(path.join(dir, 'tests'));
+  const tests = readTreeBytes(path.join(dir, 'tests'), (message) => new HarborTaskError(message));
   if (!tests['test.sh']) throw new HarborTaskError(`${where}: tests/test.sh is missing (the verifier Harbor runs)`);
   const task: HarborTask = {
     kind: 'harbor',
@@ -100,7 +99,7 @@ export function loadHarborTask(tasksDir: string, name: string): HarborTask {
     metadata: config.metadata ?? {},
     plan,
     tests,
-    solution: readTreeBytes(path.join(dir, 'solution')),
+    solution: readTreeBytes(path.join(dir, 'solution'), (message) => new HarborTaskError(message)),
   };
   assertHarborSize(task, where);
   return task;
