@@ -103,13 +103,12 @@ export class SessionHolder {
       { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: '/' },
     );
     await waitReady(child);
-    const holder = new SessionHolder(child, child.pid!, '');
-    return new SessionHolder(child, child.pid!, deviceOf(holder.view(workDir)));
+    return new SessionHolder(child, child.pid!, deviceOf(viewThrough(child.pid!, workDir)));
   }
 
   /** Where the server reaches `hostPath` as the session's processes see it (the work dir's tmpfs, chiefly). */
   view(hostPath: string): string {
-    return `/proc/${this.pid}/root${hostPath}`;
+    return viewThrough(this.pid, hostPath);
   }
 
   /** The command prefix that runs a program inside the session's namespaces. */
@@ -138,6 +137,11 @@ export class SessionHolder {
     this.child.kill('SIGKILL');
     await exited;
   }
+}
+
+/** `hostPath` as process `pid` sees it: through its root, in its mount namespace. */
+function viewThrough(pid: number, hostPath: string): string {
+  return `/proc/${pid}/root${hostPath}`;
 }
 
 /** `major:minor` of the filesystem holding `file`, as /proc/<pid>/mountinfo writes it. */
