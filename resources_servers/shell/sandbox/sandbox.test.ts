@@ -569,9 +569,14 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
     test('a SIGKILLed environment leaves nothing running: its sandboxes (and, without root, their holders) go with it', async (t) => {
       // A real environment process: it opens a host, starts a long command in a sandbox, says so, and is then killed.
       const hostModule = new URL('./host.js', import.meta.url).href;
+      const killedBase = tempDir('tsgym-sandbox-killed-');
+      // Should the reaping below not run, what the dead environment mounted must still go before tempDir's removal.
+      t.after(() => {
+        for (const point of mountsUnder(killedBase).reverse()) spawnSync('umount', ['-l', point], { stdio: 'ignore' });
+      });
       const script = [
         `const { openSandboxHost } = await import(${JSON.stringify(hostModule)});`,
-        `const host = await openSandboxHost({ baseDir: ${JSON.stringify(tempDir('tsgym-sandbox-killed-'))} });`,
+        `const host = await openSandboxHost({ baseDir: ${JSON.stringify(killedBase)} });`,
         'const sandbox = await host.create({});',
         "void sandbox.runCommand('sleep 303');",
         'console.log(JSON.stringify({ uid: sandbox.uid, holder: sandbox.holder?.pid ?? null }));',
@@ -599,6 +604,14 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         timeoutMs: 60_000,
         intervalMs: 50,
       });
+      // The next environment on the same base dir reaps what the dead one left (as root, its mounted work dir).
+      const next = await openSandboxHost({ baseDir: killedBase });
+      try {
+        assert.equal(next.staleRemoved, 1, "the dead environment's owner dir is removed");
+        assert.deepEqual(mountsUnder(killedBase), []);
+      } finally {
+        await next.close();
+      }
     });
 
     test('destroy kills what runs, unmounts and removes the work dir', async (t) => {
