@@ -597,7 +597,10 @@ describe('bubblewrap sandbox', { skip: unavailable }, () => {
         hostProcesses().filter((proc) => proc.uid === uid && proc.cmdline.trim() === 'sleep 303').length;
       await eventually(() => sleeping() === 1, { what: 'the command runs', timeoutMs: 60_000, intervalMs: 50 });
       assert.equal(ROOTLESS, holder !== null, 'a holder exactly when not root');
+      const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');
+      // Reaped, not only dead: a zombie still has its /proc entry, so the next host would take its owner for alive.
+      await exited;
       await eventually(() => sleeping() === 0 && (holder === null || !existsSync(`/proc/${holder}`)), {
         what: () =>
           `the sandbox${holder === null ? '' : ' and its holder'} end with the environment (${sleeping()} still sleeping)`,
