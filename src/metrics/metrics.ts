@@ -30,7 +30,8 @@ export interface KeyedResult {
   values: NumericRecord;
 }
 
-const INDEX_COLUMNS: ReadonlySet<string> = new Set([NG.taskIndex, NG.rolloutIndex]);
+/** The rollout key, which is never a statistic's column. */
+export const INDEX_COLUMNS: ReadonlySet<string> = new Set([NG.taskIndex, NG.rolloutIndex]);
 
 export function keyedResult(result: Row, task: number, rollout: number): KeyedResult {
   return { task, rollout, result, values: numericFields(result) };

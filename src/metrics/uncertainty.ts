@@ -3,17 +3,14 @@
  * interval clustered by task — over the per-task means of the column — with its standard error, and on request a
  * seeded cluster bootstrap interval; plus the task and rollout counts the interval rests on.
  */
-import { NG } from '../runfiles/ng-keys.js';
 import { bootstrapInterval, studentT } from './intervals.js';
-import type { KeyedResult } from './metrics.js';
+import { INDEX_COLUMNS, type KeyedResult } from './metrics.js';
 import { columnsOf } from './stats.js';
 
 export interface BootstrapOptions {
   samples: number;
   seed: number;
 }
-
-const INDEX_COLUMNS: ReadonlySet<string> = new Set([NG.taskIndex, NG.rolloutIndex]);
 
 /** Per task (in first-seen order), the mean of `column` over the task's rollouts that have it. */
 export function taskMeans(entries: readonly KeyedResult[], column: string): number[] {
