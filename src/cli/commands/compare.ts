@@ -7,9 +7,7 @@ import { readNumber, readText } from '../../config/switch.js';
 import { ConfigError } from '../../errors.js';
 import { writeFileAtomic } from '../../runfiles/jsonl.js';
 import type { ParsedCommand } from '../argv.js';
-
-const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
-const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`);
+import { stderrLine, stdoutLine } from '../output.js';
 
 export async function evalCompare(cmd: ParsedCommand): Promise<number> {
   const [baselinePath, candidatePath] = cmd.positionals as [string, string];

@@ -12,14 +12,12 @@ import { raiseTierUpBudget } from '../../collect/tiering.js';
 import { checkOutputPath, materializedInputsPathFor } from '../../runfiles/paths.js';
 import type { ProfileOptions } from '../../profile/profile.js';
 import type { ParsedCommand } from '../argv.js';
+import { stderrLine, stdoutLine } from '../output.js';
 
 // Each command loads only its own machinery (profile needs no HTTP client): startup time is test time.
 const collecting = () => import('../../collect/collect.js');
 const agentLookup = () => import('../../collect/agents.js');
 const dispatching = () => import('../../queue/collector.js');
-
-const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
-const stderrLine = (line: string): void => void process.stderr.write(`${line}\n`);
 
 export function collectIO(): CollectIO {
   return { out: stdoutLine, warn: stderrLine, progressStream: process.stderr, env: process.env };

@@ -11,8 +11,7 @@ import { loadGlobalConfig } from '../../config/index.js';
 import { readNumber, readSwitch, readText } from '../../config/switch.js';
 import { ConfigError } from '../../errors.js';
 import type { ParsedCommand } from '../argv.js';
-
-const stdoutLine = (line: string): void => void process.stdout.write(`${line}\n`);
+import { stdoutLine } from '../output.js';
 
 export async function tasksCheck(cmd: ParsedCommand): Promise<number> {
   const [dir] = cmd.positionals as [string];
