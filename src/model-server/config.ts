@@ -47,8 +47,39 @@ const BOUNDS = z.object({
   drop_input_reasoning_items: onOff(false),
 });
 
-function isUnset(value: unknown): boolean {
+export function isUnset(value: unknown): boolean {
   return value === undefined || value === null || value === MISSING_VALUE;
+}
+
+/** tsgym's own bounds and knobs, the same for every implementation. */
+export interface ServerSettings {
+  limits: RolloutBookLimits;
+  dropInputReasoningItems: boolean;
+  /** `max_concurrent_requests`: null = no cap. */
+  maxConcurrentRequests: number | null;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  extraBody: Record<string, unknown>;
+}
+
+export function parseServerSettings(inner: Record<string, unknown>, where: (key: string) => string): ServerSettings {
+  const scalars = Object.fromEntries(
+    Object.keys(BOUNDS.shape).map((key) => [key, isUnset(inner[key]) ? undefined : inner[key]]),
+  );
+  const block = parseBlock(BOUNDS, scalars, instanceKeyParagraph(where('').replace(/\.$/, '')));
+  return {
+    limits: {
+      maxOpen: block.max_open_rollouts,
+      maxCallsPerRollout: block.max_calls_per_rollout,
+      idleMs: block.rollout_idle_timeout_secs * 1000,
+      maxCapturedTokensPerRollout: block.max_captured_tokens_per_rollout,
+    },
+    dropInputReasoningItems: block.drop_input_reasoning_items,
+    maxConcurrentRequests: block.max_concurrent_requests ?? null,
+    timeoutMs: block.request_timeout_secs * 1000,
+    maxResponseBytes: block.max_response_bytes,
+    extraBody: objectOrEmpty(inner.extra_body, where('extra_body')),
+  };
 }
 
 /** `where(key)` is the dotted path of a key, e.g. `policy_model.responses_api_models.openai_model.openai_model`. */
@@ -69,10 +100,7 @@ export function parseModelServerConfig(
   if (!isUnset(apiKey) && typeof apiKey !== 'string') {
     throw new ConfigError(`${where(keys.apiKey)} must be a string (the upstream's API key), got a ${typeof apiKey}.`);
   }
-  const scalars = Object.fromEntries(
-    Object.keys(BOUNDS.shape).map((key) => [key, isUnset(inner[key]) ? undefined : inner[key]]),
-  );
-  const block = parseBlock(BOUNDS, scalars, instanceKeyParagraph(where('').replace(/\.$/, '')));
+  const settings = parseServerSettings(inner, where);
   return {
     upstream: {
       baseUrl,
@@ -80,18 +108,13 @@ export function parseModelServerConfig(
       apiKey: typeof apiKey === 'string' && apiKey !== '' && apiKey !== MISSING_VALUE ? apiKey : undefined,
       model,
       defaultHeaders: stringMap(inner[keys.headers], where(keys.headers)),
-      extraBody: objectOrEmpty(inner.extra_body, where('extra_body')),
-      timeoutMs: block.request_timeout_secs * 1000,
-      maxResponseBytes: block.max_response_bytes,
+      extraBody: settings.extraBody,
+      timeoutMs: settings.timeoutMs,
+      maxResponseBytes: settings.maxResponseBytes,
     },
-    limits: {
-      maxOpen: block.max_open_rollouts,
-      maxCallsPerRollout: block.max_calls_per_rollout,
-      idleMs: block.rollout_idle_timeout_secs * 1000,
-      maxCapturedTokensPerRollout: block.max_captured_tokens_per_rollout,
-    },
-    dropInputReasoningItems: block.drop_input_reasoning_items,
-    maxConcurrentRequests: block.max_concurrent_requests ?? null,
+    limits: settings.limits,
+    dropInputReasoningItems: settings.dropInputReasoningItems,
+    maxConcurrentRequests: settings.maxConcurrentRequests,
   };
 }
 

@@ -1,13 +1,40 @@
 /**
  * What a model server's entry (`responses_api_models/<impl>/app.ts`) shares: read its block with its own key names,
- * build the server, and serve it as `gym env start` starts every server.
+ * build the server around its upstream, and serve it as `gym env start` starts every server.
  */
 import type { ServeContext } from '../server/serve.js';
 import { FifoSemaphore } from '../server/agent-server.js';
 import { parseModelServerConfig, type UpstreamKeys } from './config.js';
+import type { RolloutBookLimits } from './rollouts.js';
 import { createModelServer, type ModelServer } from './server.js';
 import type { TokenIdShape } from './token-ids.js';
-import { OpenAiUpstream } from './upstream.js';
+import { OpenAiUpstream, type Upstream } from './upstream.js';
+
+/** The dotted path of a key in the instance's block, for error paragraphs (`''` names the block itself). */
+export function keyPath({ instance }: ServeContext): (key: string) => string {
+  return (key) => `${instance.name}.${instance.serverType}.${instance.impl}${key === '' ? '' : `.${key}`}`;
+}
+
+/** The model server around an upstream, with the block's bounds. */
+export function modelServerAround(
+  { instance }: ServeContext,
+  upstream: Upstream,
+  settings: {
+    limits: RolloutBookLimits;
+    maxResponseBytes: number;
+    dropInputReasoningItems: boolean;
+    maxConcurrentRequests: number | null;
+  },
+): ModelServer {
+  return createModelServer({
+    name: instance.name,
+    upstream,
+    limits: settings.limits,
+    maxResponseBytes: settings.maxResponseBytes,
+    dropInputReasoningItems: settings.dropInputReasoningItems,
+    ...(settings.maxConcurrentRequests !== null ? { limiter: new FifoSemaphore(settings.maxConcurrentRequests) } : {}),
+  });
+}
 
 /**
  * `prepare` maps the implementation's own keys onto the shared ones (or refuses settings it accepts but cannot honour
@@ -15,21 +42,14 @@ import { OpenAiUpstream } from './upstream.js';
  * block (undefined: it gives none, and a captured call through it fails naming the setting).
  */
 export function modelServerFromInstance(
-  { instance }: ServeContext,
+  ctx: ServeContext,
   keys: UpstreamKeys,
   prepare: (inner: Record<string, unknown>, where: (key: string) => string) => Record<string, unknown> = (inner) =>
     inner,
   tokenIdShape: (inner: Record<string, unknown>) => TokenIdShape | undefined = () => undefined,
 ): ModelServer {
-  const where = (key: string): string =>
-    `${instance.name}.${instance.serverType}.${instance.impl}${key === '' ? '' : `.${key}`}`;
-  const config = parseModelServerConfig(prepare(instance.config, where), keys, where);
-  return createModelServer({
-    name: instance.name,
-    upstream: new OpenAiUpstream({ ...config.upstream, tokenIdShape: tokenIdShape(instance.config) }),
-    limits: config.limits,
-    maxResponseBytes: config.upstream.maxResponseBytes,
-    dropInputReasoningItems: config.dropInputReasoningItems,
-    ...(config.maxConcurrentRequests !== null ? { limiter: new FifoSemaphore(config.maxConcurrentRequests) } : {}),
-  });
+  const where = keyPath(ctx);
+  const config = parseModelServerConfig(prepare(ctx.instance.config, where), keys, where);
+  const upstream = new OpenAiUpstream({ ...config.upstream, tokenIdShape: tokenIdShape(ctx.instance.config) });
+  return modelServerAround(ctx, upstream, { ...config, maxResponseBytes: config.upstream.maxResponseBytes });
 }

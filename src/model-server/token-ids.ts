@@ -13,6 +13,9 @@
  *   `POST /tokenize {content, add_special: true, parse_special: true}` → `{tokens}`. llama-server refuses log-probs on
  *   a streamed call with tools, so such a call is refused here first, with the reason.
  *
+ * - **gguf_model** (the in-process GGUF model): answers as llama-server does, with vLLM's top-level `prompt_token_ids`
+ *   and `choices[0].token_ids` besides (`return_token_ids`), so nothing is asked twice.
+ *
  * Anything else (OpenAI's own API gives log-probs without ids; a Responses-API call carries no log-probs at all)
  * cannot be captured, and the call fails with `TokenIdCaptureUnsupported`, naming the setting: a row must never look
  * trainable without its ids.
@@ -35,7 +38,7 @@ export class TokenIdsMalformed extends Error {}
 /** A POST to the upstream server's root (not `/v1`), its JSON answer parsed and bounded; throws on a non-2xx. */
 export type RootPost = (path: string, body: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>;
 
-export type TokenIdShape = 'vllm' | 'llama_server';
+export type TokenIdShape = 'vllm' | 'llama_server' | 'gguf';
 
 const SETTING = 'token_id_capture';
 
@@ -66,10 +69,8 @@ export class TokenIdSource {
       );
     }
     const asked: Record<string, unknown> = { ...body, logprobs: true, top_logprobs: 0 };
-    if (this.shape === 'vllm') {
-      asked.return_tokens_as_token_ids = true;
-      asked.return_token_ids = true;
-    }
+    if (this.shape === 'vllm') asked.return_tokens_as_token_ids = true;
+    if (this.shape !== 'llama_server') asked.return_token_ids = true;
     return asked;
   }
 
