@@ -36,6 +36,13 @@ interface DecisionExtras {
   /** Tools the service ran itself during this call, in the order they ran. */
   internal?: InternalToolRecord[];
   usage?: TokenUsage;
+  /**
+   * The model's reply as it came, when the decision was read out of it (a JSON reply, a tool-call convention): it
+   * goes out as an assistant message before the decision's own items (unless it is the final text itself), so the
+   * row shows what the model generated. With token capture on, the rebuild finds each generation by that text; without
+   * it, a row whose decisions were parsed from text would carry no trainable tokens.
+   */
+  modelText?: string;
 }
 
 export type Decision = ({ toolCalls: ToolCall[] } | { final: string }) & DecisionExtras;
@@ -44,6 +51,7 @@ export type Decision = ({ toolCalls: ToolCall[] } | { final: string }) & Decisio
 export interface CheckedDecision {
   toolCalls: { name: string; arguments: string }[] | undefined;
   final: string | undefined;
+  modelText: string | undefined;
   internal: { name: string; arguments: string; output: string }[];
   usage: Required<TokenUsage>;
 }
@@ -72,13 +80,19 @@ export function checkDecision(value: unknown, declaredTools: ReadonlySet<string>
   }
   const internal = checkInternal(value.internal);
   const usage = checkUsage(value.usage);
+  if (value.modelText !== undefined && typeof value.modelText !== 'string') {
+    throw new DecisionError(
+      `decide() returned modelText as ${describe(value.modelText)}: it must be the model's reply text`,
+    );
+  }
+  const modelText = value.modelText;
   if (hasFinal) {
     if (typeof value.final !== 'string') {
       throw new DecisionError(
         `decide() returned final as ${describe(value.final)}: it must be the answer text (a string)`,
       );
     }
-    return { toolCalls: undefined, final: value.final, internal, usage };
+    return { toolCalls: undefined, final: value.final, internal, usage, modelText };
   }
   if (!Array.isArray(value.toolCalls) || value.toolCalls.length === 0) {
     throw new DecisionError(
@@ -98,7 +112,7 @@ export function checkDecision(value: unknown, declaredTools: ReadonlySet<string>
     }
     return { name: call.name, arguments: encodeArguments(call.arguments, where) };
   });
-  return { toolCalls, final: undefined, internal, usage };
+  return { toolCalls, final: undefined, internal, usage, modelText };
 }
 
 function checkInternal(value: unknown): CheckedDecision['internal'] {

@@ -35,6 +35,9 @@ export function buildResponse(decision: CheckedDecision, ctx: ResponseContext): 
       status: 'completed',
     });
   }
+  if (decision.modelText !== undefined && decision.modelText !== decision.final) {
+    output.push(assistantMessage(decision.modelText));
+  }
   if (decision.toolCalls) {
     for (const call of decision.toolCalls) output.push(functionCallItem(call.name, call.arguments, newId('call')));
   } else {

@@ -138,6 +138,27 @@ describe('agent-service kit', () => {
     assert.notEqual(body.output[2]!.call_id, body.output[0]!.call_id);
   });
 
+  test("the model's reply text goes out as an assistant message before the calls, and once with a final", async () => {
+    const reply = '{"tool": "get_counter_value", "arguments": {}}';
+    decide = () => ({ modelText: reply, toolCalls: [{ name: 'get_counter_value', arguments: {} }] });
+    const asked = (await post(service.url, TASK)).json() as Body;
+    assert.equal(validateResponse(asked).ok, true);
+    assert.deepEqual(
+      asked.output.map((item) => item.type),
+      ['message', 'function_call'],
+    );
+    assert.equal(asked.output[0]!.content![0]!.text, reply);
+    decide = () => ({ modelText: '{"final": "3"}', final: '3' });
+    const parsed = (await post(service.url, TASK)).json() as Body;
+    assert.deepEqual(
+      parsed.output.map((item) => item.content![0]!.text),
+      ['{"final": "3"}', '3'],
+    );
+    decide = () => ({ modelText: 'the count is 3', final: 'the count is 3' });
+    const plain = (await post(service.url, TASK)).json() as Body;
+    assert.equal(plain.output.length, 1);
+  });
+
   test('arguments given as JSON text are sent verbatim', async () => {
     decide = () => ({ toolCalls: [{ name: 'increment_counter', arguments: '{"count": 2 }' }] });
     const body = (await post(service.url, TASK)).json() as Body;

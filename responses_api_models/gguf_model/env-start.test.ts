@@ -1,0 +1,167 @@
+/**
+ * `gguf_model` under a real `gym env start` (the entry, its config, node-llama-cpp loading the project's tiny GGUF in
+ * the server's own process), the whole path a newcomer follows in docs/training.md: the counter environment, the
+ * remote agent with `token_id_capture: true`, a service that asks the model once per step through its rollout's URL
+ * and shows the model's reply, `gym eval run`, then `gym eval export --format trainer`. Every row is trainable and its
+ * sample's loss mask covers exactly the tokens the model generated. A `model_path` that is missing stops start-up
+ * with one paragraph naming the key.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { writeTinyGguf } from '../../examples/local-llm/tiny-gguf.js';
+import { findFreePort, installRoot } from '../../src/config/index.js';
+import { request } from '../../src/http/client.js';
+import { counterTaskReply } from '../../src/testing/counter-brain.js';
+import { assistantMessage, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
+import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
+import { eventually } from '../../test/support/wait.js';
+
+const runtimeMissing = ((): string | undefined => {
+  try {
+    import.meta.resolve('node-llama-cpp');
+    return undefined;
+  } catch {
+    return 'node-llama-cpp is not installed (test/run.sh installs its CPU build before the tests)';
+  }
+})();
+
+const cleanups: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+const CONFIG = path.join(installRoot(), 'responses_api_models/gguf_model/configs/gguf_model.yaml');
+const AGENT = '++remote_agent.responses_api_agents.remote_agent';
+
+/** The conversation so far as chat messages: the model's own replies as they came, tool results as tool turns. */
+function chatMessages(call: ServiceCall): { role: string; content: string }[] {
+  const input = call.body.input;
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  const messages: { role: string; content: string }[] = [];
+  for (const item of (input ?? []) as Record<string, unknown>[]) {
+    if (item.type === 'function_call_output') messages.push({ role: 'tool', content: String(item.output) });
+    else if (item.role === 'user' || item.role === 'assistant') {
+      const content = item.content;
+      const text = typeof content === 'string' ? content : (content as { text: string }[]).map((p) => p.text).join('');
+      messages.push({ role: item.role, content: text });
+    }
+  }
+  return messages;
+}
+
+/** Solves the counter tasks (the scripted brain decides), asking the model once per step and showing its reply. */
+async function brain(call: ServiceCall): Promise<unknown> {
+  const res = await request(`${String(call.headers['x-gym-model-base-url'])}/chat/completions`, {
+    method: 'POST',
+    json: { model: 'tiny', messages: chatMessages(call), max_tokens: 5, temperature: 0 },
+    timeoutMs: 120_000,
+  });
+  if (res.status !== 200) throw new Error(`model call failed: HTTP ${res.status} ${res.text()}`);
+  const text = (res.json() as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+  const reply = counterTaskReply(call);
+  return { ...reply, output: [assistantMessage(text), ...(reply.output as unknown[])] };
+}
+
+describe('gguf_model under gym env start', runtimeMissing ? { skip: runtimeMissing } : {}, () => {
+  test('runs a GGUF in-process; rows carry exact tokens and the export feeds a trainer', async () => {
+    const dir = tempDir('tsgym-gguf-env-');
+    const modelPath = path.join(dir, 'tiny.gguf');
+    writeTinyGguf(modelPath, { seed: 5, favour: 'ab' });
+    const service = await startScriptedService(brain);
+    cleanups.push(() => service.close());
+    const headPort = await findFreePort();
+    const start: RunningGym = spawnGym(
+      [
+        'env',
+        'start',
+        `+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')},${CONFIG}]`,
+        `${AGENT}.agent_base_url=${service.url}`,
+        `${AGENT}.model_server={type: responses_api_models, name: policy_model}`,
+        `${AGENT}.token_id_capture=true`,
+        `++policy_model_path=${modelPath}`,
+        '++policy_model.responses_api_models.gguf_model.threads=1',
+        `++head_server.port=${headPort}`,
+        `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+      ],
+      { cwd: dir },
+    );
+    cleanups.push(async () => {
+      start.child.kill('SIGINT');
+      await start.result;
+    });
+    let startOut = '';
+    start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
+    await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
+      what: 'gym env start to be ready',
+      timeoutMs: 180_000,
+    });
+    assert.match(startOut, /3 \/ 3 servers ready/, `${startOut}\n${start.stderr()}`);
+
+    const run = await runGym(
+      [
+        'eval',
+        'run',
+        '--no-serve',
+        `++head_server.port=${headPort}`,
+        '-a',
+        'remote_agent',
+        '-i',
+        path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
+        '-o',
+        'out/rollouts.jsonl',
+      ],
+      { cwd: dir },
+    );
+    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    const rows = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
+    assert.equal(rows.length, 5);
+    const generated = new Map<string, number>();
+    for (const row of rows) {
+      assert.equal(row.mask_sample, undefined, JSON.stringify(row._ng_token_capture));
+      assert.equal((row._ng_token_capture as { chains: number }).chains, 1);
+      const items = (row.response as { output: Record<string, unknown>[] }).output.filter((item) =>
+        Array.isArray(item.generation_token_ids),
+      );
+      const calls = (row.ng_model_call_capture as { calls: unknown[] }).calls.length;
+      assert.equal(items.length, calls, 'every model call is a link of the chain');
+      const key = `${String(row._ng_task_index)}:${String(row._ng_rollout_index)}`;
+      generated.set(
+        key,
+        items.reduce((sum, item) => sum + (item.generation_token_ids as number[]).length, 0),
+      );
+    }
+
+    const exported = await runGym(
+      ['eval', 'export', 'out/rollouts.jsonl', '--format', 'trainer', '-o', 'out/train.jsonl'],
+      { cwd: dir },
+    );
+    assert.equal(exported.code, 0, `${exported.stdout}\n${exported.stderr}`);
+    const samples = readJsonl(path.join(dir, 'out/train.jsonl'));
+    assert.equal(samples.length, 5, exported.stdout);
+    for (const sample of samples) {
+      const mask = sample.loss_mask as number[];
+      assert.equal((sample.input_ids as number[]).length, mask.length);
+      const key = `${String(sample.task_index)}:${String(sample.rollout_index)}`;
+      assert.equal(mask.filter((bit) => bit === 1).length, generated.get(key));
+    }
+  });
+
+  test('a missing model_path stops start-up with one paragraph naming the key', async () => {
+    const dir = tempDir('tsgym-gguf-env-');
+    const result = await runGym(
+      [
+        'env',
+        'start',
+        `+config_paths=[${CONFIG}]`,
+        `++policy_model_path=${path.join(dir, 'no-such.gguf')}`,
+        `++head_server.port=${await findFreePort()}`,
+        `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
+      ],
+      { cwd: dir },
+    );
+    assert.equal(result.code, 1, result.stdout + result.stderr);
+    assert.match(result.stderr, /policy_model\.responses_api_models\.gguf_model\.model_path: no such file/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+  });
+});
