@@ -26,7 +26,10 @@ export interface CounterServiceOptions extends ExampleServiceOptions {
   claude?: ClaudeCliOptions;
   /** brain 'openai': required. */
   openai?: OpenAiBrainOptions;
-  /** brain 'local': required (the GGUF file, and optionally the generation limits). */
+  /**
+   * brain 'local': the GGUF file and the generation limits. Without a file, each call must carry the rollout's
+   * model URL (a remote agent with `model_server`).
+   */
   local?: LocalBrainOptions;
 }
 
@@ -73,12 +76,8 @@ async function chooseBrain(options: CounterServiceOptions): Promise<ChosenBrain>
       }
       return { decide: createOpenAiDecide(options.openai), brainName: options.openai.model };
     case 'local':
-      if (!options.local) {
-        throw new ConfigError(
-          "brain 'local' needs the model: pass local: {modelPath} (on the command line: --model FILE.gguf).",
-        );
-      }
-      return loadLocalBrain(options.local);
+      // Without a model file it answers only calls that carry the rollout's model URL (local-llm/brain.ts).
+      return loadLocalBrain(options.local ?? {});
     default:
       throw new ConfigError(`unknown brain '${String(brain)}': choose one of ${BRAINS.join(', ')}.`);
   }

@@ -2,8 +2,11 @@
  * The counter planner as an agent service (a deterministic planner, not a model), or a local GGUF model as its brain:
  *
  *   node dist/examples/counter-planner/service.js --port 9000 [--host 0.0.0.0] [--incremental]
- *   node dist/examples/counter-planner/service.js --brain local --model FILE.gguf [--max-tokens N] [--threads N]
+ *   node dist/examples/counter-planner/service.js --brain local [--model FILE.gguf] [--max-tokens N] [--threads N]
  *       [--max-tool-calls N]
+ *
+ * `--brain local` sends a call that carries the rollout's model URL (a remote agent with `model_server`) to that
+ * URL's /chat/completions instead of the in-process model; without --model, every call must carry one.
  */
 import { parseArgs } from 'node:util';
 import type { StartedService } from '../example-service.js';
@@ -12,7 +15,7 @@ import { startCounterPlannerService } from './index.js';
 
 const USAGE =
   'usage: node dist/examples/counter-planner/service.js [--port 9000] [--host 127.0.0.1] ' +
-  '[--incremental | --brain local --model FILE.gguf [--max-tokens N] [--threads N] [--max-tool-calls N]]';
+  '[--incremental | --brain local [--model FILE.gguf] [--max-tokens N] [--threads N] [--max-tool-calls N]]';
 
 const { values } = parseArgs({
   strict: false,
@@ -41,7 +44,8 @@ if (values.brain === 'planner') {
   process.argv = [...process.argv.slice(0, 2), ...withoutFlags(process.argv.slice(2), ['brain'])];
   await runExampleService(startCounterPlannerService, ['incremental']);
 } else if (values.brain === 'local') {
-  const modelPath = typeof values.model === 'string' ? values.model : fail('--brain local needs --model FILE.gguf');
+  // Optional: without a model file, each call must carry the rollout's model URL (a remote agent with model_server).
+  const modelPath = typeof values.model === 'string' ? values.model : undefined;
   const maxTokens = count('max-tokens');
   const threads = count('threads');
   const maxToolCalls = count('max-tool-calls');
@@ -50,7 +54,7 @@ if (values.brain === 'planner') {
       ...where,
       brain: 'local',
       local: {
-        modelPath,
+        ...(modelPath !== undefined ? { modelPath } : {}),
         ...(maxTokens ? { maxTokens } : {}),
         ...(threads ? { threads } : {}),
         ...(maxToolCalls ? { maxToolCalls } : {}),

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 import type { ConversationItem, FunctionTool } from '../../src/service/index.js';
 import {
+  chatMessages,
   chatTurns,
   FINAL_MAX_LENGTH,
   parseReply,
@@ -97,6 +98,28 @@ test('the conversation as chat turns: calls in the JSON the model answers in, re
   ]);
 });
 
+test('the chat turns as chat messages for a model server: model turns are assistant messages, the open one dropped', () => {
+  const turns = chatTurns(
+    [
+      { role: 'user', content: 'add 4' },
+      { type: 'function_call', call_id: 'a', name: 'increment_counter', arguments: '{"count":4}' },
+      { type: 'function_call', call_id: 'b', name: 'get_counter_value', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'a', output: '{"success":true}' },
+    ],
+    'SYSTEM',
+  );
+  assert.deepEqual(chatMessages(turns), [
+    { role: 'system', content: 'SYSTEM' },
+    { role: 'user', content: 'add 4' },
+    {
+      role: 'assistant',
+      content:
+        '{"tool": "increment_counter", "arguments": {"count":4}}\n{"tool": "get_counter_value", "arguments": {}}',
+    },
+    { role: 'user', content: 'Result of increment_counter: {"success":true}' },
+  ]);
+});
+
 test("the model's reply as a decision: arguments go out exactly as written", () => {
   assert.deepEqual(parseReply('{"tool":"increment_counter","arguments": {"count":1E999 }\n}\n\n', TOOLS, 512), {
     toolCalls: [{ name: 'increment_counter', arguments: '{"count":1E999 }' }],
@@ -106,7 +129,14 @@ test("the model's reply as a decision: arguments go out exactly as written", () 
     () => parseReply('{"final": "and so on', TOOLS, 7),
     /cut off at the token limit \(7 tokens\) before its JSON closed: \{"final": "and so on — raise --max-tokens/,
   );
-  assert.throws(() => parseReply('{"tool": "rm_rf"}', TOOLS, 512), /answered outside its grammar/);
+  assert.throws(
+    () => parseReply('{"tool": "rm_rf"}', TOOLS, 512),
+    /^Error: the local model answered outside its grammar/,
+  );
+  assert.throws(
+    () => parseReply('{"final": "x', TOOLS, 9, 'the model at http://m/v1'),
+    /^Error: the model at http:\/\/m\/v1's reply was cut off at the token limit \(9 tokens\)/,
+  );
 });
 
 test('the tiny GGUF: version 3, twelve tensors, about 115 KB, the same bytes for the same seed', () => {

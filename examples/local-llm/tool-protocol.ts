@@ -177,6 +177,27 @@ export function chatTurns(conversation: readonly ConversationItem[], system: str
   return turns;
 }
 
+/** A chat message as an OpenAI-compatible `/chat/completions` takes it. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/**
+ * The same turns as chat messages, for a model server: a model turn becomes an assistant message, and the open turn
+ * left for the reply is dropped (the server opens the assistant's turn itself).
+ */
+export function chatMessages(turns: readonly ChatTurn[]): ChatMessage[] {
+  const messages: ChatMessage[] = turns.map((turn) =>
+    turn.type === 'model'
+      ? { role: 'assistant', content: turn.response.join('') }
+      : { role: turn.type, content: turn.text },
+  );
+  const last = messages[messages.length - 1];
+  if (last?.role === 'assistant' && last.content === '') messages.pop();
+  return messages;
+}
+
 function argumentsText(value: unknown): string {
   if (typeof value !== 'string') return JSON.stringify(value ?? {});
   try {
@@ -188,15 +209,20 @@ function argumentsText(value: unknown): string {
 
 /**
  * The model's grammar-held reply as a decision. A reply that is not one whole JSON object can only mean the
- * generation was cut off (the token limit), which is said, with the fix.
+ * generation was cut off (the token limit), which is said, with the fix. `model` names who answered in the errors.
  */
-export function parseReply(text: string, tools: readonly FunctionTool[], maxTokens: number): Decision {
+export function parseReply(
+  text: string,
+  tools: readonly FunctionTool[],
+  maxTokens: number,
+  model = 'the local model',
+): Decision {
   let reply: unknown;
   try {
     reply = JSON.parse(text);
   } catch {
     throw new Error(
-      `the local model's reply was cut off at the token limit (${maxTokens} tokens) before its JSON closed: ` +
+      `${model}'s reply was cut off at the token limit (${maxTokens} tokens) before its JSON closed: ` +
         `${excerpt(text)} — raise --max-tokens.`,
     );
   }
@@ -205,7 +231,7 @@ export function parseReply(text: string, tools: readonly FunctionTool[], maxToke
     return { toolCalls: [{ name: reply.tool, arguments: argumentsAsWritten(text, reply.arguments) }] };
   }
   // The grammar admits nothing else; reaching here is a runtime that ignored it.
-  throw new Error(`the local model answered outside its grammar: ${excerpt(text)}`);
+  throw new Error(`${model} answered outside its grammar: ${excerpt(text)}`);
 }
 
 /**
