@@ -173,7 +173,8 @@ export async function loadLocalBrain(options: LocalBrainOptions): Promise<LocalB
           `${who} answered text that is not JSON (does it honour response_format json_schema?): ` + `${excerpt(text)}`,
         );
       }
-      return { ...parseReply(text, tools, maxTokens, who), usage };
+      // The reply as the model wrote it goes out too: with token capture, that text is what its tokens decode to.
+      return { ...parseReply(text, tools, maxTokens, who), usage, modelText: text };
     }
     if (!local) throw new Error(NO_MODEL_MESSAGE);
     const { text, usage } = await local.generate(generation);

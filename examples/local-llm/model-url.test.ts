@@ -93,8 +93,12 @@ describe('the local brain with a model URL per call (no model file)', () => {
     const valid = validateResponse(answer);
     assert.ok(valid.ok, valid.ok ? '' : valid.message);
     assert.deepEqual(
-      answer.output.map((item) => [item.type, item.name, item.arguments]),
-      [['function_call', 'increment_counter', '{"count": 1 }']],
+      answer.output.map((item) => [item.type, item.name, item.arguments, item.content?.[0]?.text]),
+      [
+        // The reply as the model wrote it (what captured tokens decode to), then the call read out of it.
+        ['message', undefined, undefined, '{"tool": "increment_counter", "arguments": {"count": 1 }}'],
+        ['function_call', 'increment_counter', '{"count": 1 }', undefined],
+      ],
     );
     assert.deepEqual([answer.usage.input_tokens, answer.usage.output_tokens, answer.usage.total_tokens], [120, 9, 129]);
   });
@@ -114,10 +118,29 @@ describe('the local brain with a model URL per call (no model file)', () => {
     ]);
     const answer = res.json() as Answer;
     assert.deepEqual(
-      answer.output.map((item) => item.type),
-      ['message'],
+      answer.output.map((item) => [item.type, item.content![0]!.text]),
+      [
+        ['message', '{"final": "1"}'],
+        ['message', '1'],
+      ],
     );
-    assert.equal(answer.output[0]!.content![0]!.text, '1');
+  });
+
+  test('a reply shown as it came is replayed once: the calls read out of it are not written again', async () => {
+    upstream.answer = chatAnswer('{"final": "1"}');
+    const reply = '{"tool": "increment_counter", "arguments": {"count":1} }';
+    const res = await call([
+      { role: 'user', content: 'add 1 then get the count' },
+      { role: 'assistant', content: reply },
+      { type: 'function_call', call_id: 'a', name: 'increment_counter', arguments: '{"count":1}' },
+      { type: 'function_call_output', call_id: 'a', output: '{"success":true}' },
+    ]);
+    assert.equal(res.status, 200, res.text());
+    assert.deepEqual((upstream.requests[0]!.body.messages as unknown[]).slice(1), [
+      { role: 'user', content: 'add 1 then get the count' },
+      { role: 'assistant', content: reply },
+      { role: 'user', content: 'Result of increment_counter: {"success":true}' },
+    ]);
   });
 
   test('a call without a model URL fails with HTTP 500 saying there is no model and no URL', async () => {
@@ -180,6 +203,6 @@ test('with a model file too, a call that carries a model URL goes to the URL, no
   assert.equal(res.status, 200, res.text());
   const answer = res.json() as Answer;
   assert.equal(answer.model, 'local (tiny.gguf)');
-  assert.equal(answer.output[0]!.content![0]!.text, 'from the URL');
+  assert.equal(answer.output.at(-1)!.content![0]!.text, 'from the URL');
   assert.equal(upstream.requests.length, 1);
 });

@@ -160,15 +160,20 @@ export function chatTurns(conversation: readonly ConversationItem[], system: str
       turns.push({ type: side, text });
     }
   };
+  // A reply shown as it came (the brain's modelText) is followed by the calls read out of it: replaying those too
+  // would say it twice, and the history would no longer be the text the model generated.
+  let replyShown = false;
   for (const item of conversation) {
     if (item.type === undefined || item.type === 'message') {
       const role = item.role ?? 'user';
+      replyShown = role === 'assistant';
       add(role === 'assistant' ? 'model' : role === 'user' ? 'user' : 'system', messageText(item));
     } else if (item.type === 'function_call') {
       const name = String(item.name);
       if (typeof item.call_id === 'string') names.set(item.call_id, name);
-      add('model', `{"tool": ${JSON.stringify(name)}, "arguments": ${argumentsText(item.arguments)}}`);
+      if (!replyShown) add('model', `{"tool": ${JSON.stringify(name)}, "arguments": ${argumentsText(item.arguments)}}`);
     } else if (item.type === 'function_call_output') {
+      replyShown = false;
       const name = names.get(String(item.call_id)) ?? 'the tool';
       add('user', `Result of ${name}: ${outputText(item.output)}`);
     }
