@@ -159,11 +159,13 @@ export async function loadLocalBrain(options: LocalBrainOptions): Promise<LocalB
 
   const decide: Decide = async (conversation, declared, ctx) => {
     ctx.signal.throwIfAborted();
-    // One prompt for both ways: the tools still allowed, the system message listing them, the turns.
+    // One prompt for both ways: the system message listing the declared tools, the turns. Past --max-tool-calls only
+    // the grammar narrows (to the final answer): the prompt stays as it was, so each call still extends the last one
+    // (what token capture needs to make one training sequence of a rollout).
     const spent = options.maxToolCalls !== undefined && toolHistory(conversation).length >= options.maxToolCalls;
     const tools = spent ? [] : declared;
     const instructions = typeof ctx.request.instructions === 'string' ? ctx.request.instructions : undefined;
-    const turns = chatTurns(conversation, systemPrompt(tools, instructions));
+    const turns = chatTurns(conversation, systemPrompt(declared, instructions));
     const generation = { turns, tools, maxTokens, temperature, signal: ctx.signal };
     if (ctx.modelBaseUrl !== undefined) {
       const who = `the model at ${ctx.modelBaseUrl}`;

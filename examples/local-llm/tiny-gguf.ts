@@ -21,6 +21,12 @@ export interface TinyGgufOptions {
    * terminates, for tests. Default none: weights purely random.
    */
   favour?: string;
+  /**
+   * The chat template closes each assistant turn with the end-of-sequence token `</s>`, as real chat templates close
+   * a turn with the token the model ends its reply with: a conversation replayed from the model's replies then
+   * re-renders to its generated ids, end token included (what token capture's prefix merging needs). Default false.
+   */
+  eosClosesReply?: boolean;
 }
 
 // GGUF metadata value types.
@@ -42,6 +48,10 @@ type Value = Scalar | { type: typeof ARRAY; of: Scalar['type']; values: (number 
 /** A chat template in the Jinja subset llama.cpp and node-llama-cpp understand: `<|role|>content` per line. */
 const CHAT_TEMPLATE =
   "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}\n{% endfor %}" +
+  '{% if add_generation_prompt %}<|assistant|>{% endif %}';
+const EOS_CLOSES_REPLY_TEMPLATE =
+  "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}" +
+  "{% if message['role'] == 'assistant' %}{{ eos_token }}{% endif %}\n{% endfor %}" +
   '{% if add_generation_prompt %}<|assistant|>{% endif %}';
 
 class Writer {
@@ -124,7 +134,10 @@ export function tinyGguf(options: TinyGgufOptions = {}): Buffer {
     ['tokenizer.ggml.eos_token_id', u32(2)],
     ['tokenizer.ggml.unknown_token_id', u32(0)],
     ['tokenizer.ggml.add_space_prefix', { type: BOOL, value: false }],
-    ['tokenizer.chat_template', { type: STRING, value: CHAT_TEMPLATE }],
+    [
+      'tokenizer.chat_template',
+      { type: STRING, value: options.eosClosesReply ? EOS_CLOSES_REPLY_TEMPLATE : CHAT_TEMPLATE },
+    ],
   ];
   // Dimensions as GGUF lists them: the fastest-varying first.
   const vocab = tokens.length;
