@@ -134,7 +134,15 @@ function messagesOf(body: Record<string, unknown>): Message[] {
   return raw.map((m) => ({ role: String(m.role), content: typeof m.content === 'string' ? m.content : '' }));
 }
 
-export async function startVllmUpstream(): Promise<VllmUpstream> {
+export interface VllmUpstreamOptions {
+  /**
+   * How long an idle keep-alive connection stays open (Node's default: 5 s). The bench raises it: a caller that
+   * reuses a connection just as the server times it out gets it closed under its request.
+   */
+  keepAliveTimeoutMs?: number;
+}
+
+export async function startVllmUpstream(options: VllmUpstreamOptions = {}): Promise<VllmUpstream> {
   const requests: VllmRequest[] = [];
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -167,6 +175,7 @@ export async function startVllmUpstream(): Promise<VllmUpstream> {
       res.end(events.join(''));
     });
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
