@@ -60,6 +60,8 @@ export interface VllmUpstream {
   /** The base URL, `/v1` included. */
   url: string;
   requests: VllmRequest[];
+  /** Ends every kept-alive connection no request is using (the bench's reading of what a caller holds without them). */
+  closeIdleConnections(): void;
   close(): Promise<void>;
 }
 
@@ -181,6 +183,7 @@ export async function startVllmUpstream(options: VllmUpstreamOptions = {}): Prom
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    closeIdleConnections: () => server.closeIdleConnections(),
     close: () => closeServer(server),
   };
 }
