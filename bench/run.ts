@@ -14,6 +14,7 @@ import { startService } from './service.js';
 import { summarizeProfiles } from './profile.js';
 import { shellSandboxes } from './shell.js';
 import { tracingCost } from './tracing.js';
+import { modelServerCost } from './model-server.js';
 
 /**
  * `npm run bench`: the performance scenarios, side by side, in one command. Prints a table and writes
@@ -66,6 +67,11 @@ const SCENARIOS: Array<{
     title: '9. tracing cost (OTLP export on vs off, and the off path itself)',
     run: async (ctx) => [await tracingCost(ctx)],
   },
+  {
+    id: '10',
+    title: '10. model server (added latency per call; 2,000 captured rollouts in flight)',
+    run: async (ctx) => [await modelServerCost(ctx)],
+  },
 ];
 
 const USAGE =
@@ -86,7 +92,7 @@ function options(): { only?: string; profile?: boolean; baseline?: string } | st
   if (unknown.length > 0) {
     // Quoted, so an empty id (`--only 1,`) reads as one rather than as nothing.
     const named = unknown.map((id) => `'${id.trim()}'`).join(', ');
-    return `--only ${values.only}: no scenario ${named} (the scenarios are ${[...known].sort().join(', ')})`;
+    return `--only ${values.only}: no scenario ${named} (the scenarios are ${[...known].sort((a, b) => Number(a) - Number(b)).join(', ')})`;
   }
   return values;
 }
@@ -97,7 +103,9 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${values}\n${USAGE}\n`);
     return 2;
   }
-  const only = new Set((values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8,9')).split(',').map((id) => id.trim()));
+  const only = new Set(
+    (values.only ?? (values.profile ? '1' : '1,2,3,4,5,6,7,8,9,10')).split(',').map((id) => id.trim()),
+  );
   const startedAt = Date.now();
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tsgym-bench-'));
   const profileDir = values.profile ? path.join(RESULTS, 'profiles') : undefined;

@@ -60,6 +60,8 @@ export interface VllmUpstream {
   /** The base URL, `/v1` included. */
   url: string;
   requests: VllmRequest[];
+  /** Ends every kept-alive connection no request is using (the bench's reading of what a caller holds without them). */
+  closeIdleConnections(): void;
   close(): Promise<void>;
 }
 
@@ -134,7 +136,15 @@ function messagesOf(body: Record<string, unknown>): Message[] {
   return raw.map((m) => ({ role: String(m.role), content: typeof m.content === 'string' ? m.content : '' }));
 }
 
-export async function startVllmUpstream(): Promise<VllmUpstream> {
+export interface VllmUpstreamOptions {
+  /**
+   * How long an idle keep-alive connection stays open (Node's default: 5 s). The bench raises it: a caller that
+   * reuses a connection just as the server times it out gets it closed under its request.
+   */
+  keepAliveTimeoutMs?: number;
+}
+
+export async function startVllmUpstream(options: VllmUpstreamOptions = {}): Promise<VllmUpstream> {
   const requests: VllmRequest[] = [];
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -167,11 +177,13 @@ export async function startVllmUpstream(): Promise<VllmUpstream> {
       res.end(events.join(''));
     });
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    closeIdleConnections: () => server.closeIdleConnections(),
     close: () => closeServer(server),
   };
 }
