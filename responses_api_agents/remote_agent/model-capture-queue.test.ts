@@ -11,6 +11,8 @@
  *   and the resumed collector records them once; direct, the remote agent abandons them, the resume runs them again
  *   under the same attempt index, and the abandoned service's late model calls must not land in the new attempt.
  *   Either way the rows written before the crash keep their capture and the model server holds no rollout after.
+ * - A worker SIGKILLed the same way: its jobs go back to the queue and run again, same attempt index, on another
+ *   worker; the dead worker's abandoned service calls late, as above, and must not land in the new run's row.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -115,6 +117,8 @@ let redis: RedisProcess;
 let upstream: VllmUpstream;
 let headPort: number;
 let modelUrl: string;
+let envDir: string;
+let worker: RunningGym;
 
 before(async () => {
   redis = await startRedis();
@@ -137,7 +141,8 @@ before(async () => {
     '++policy_model_name=served-model',
     `++head_server.port=${headPort}`,
   ];
-  const dir = tempDir('tsgym-capture-queue-');
+  envDir = tempDir('tsgym-capture-queue-');
+  const dir = envDir;
   const env = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${path.join(dir, 'logs')}`], { cwd: dir });
   closers.push(() => stop(env));
   let envOut = '';
@@ -149,16 +154,21 @@ before(async () => {
   });
   assert.match(envOut, /All 3 \/ 3 servers ready/, `${envOut}\n${env.stderr()}`);
   modelUrl = (await serverInstances(headPort)).find((s) => s.process_name === 'policy_model')!.url;
-  const worker = spawnGym(
-    ['worker', '--queue', redis.url, '--concurrency', '32', `++head_server.port=${headPort}`, '+worker_id=w1'],
-    { cwd: dir },
+  worker = await startWorker('w1');
+});
+
+async function startWorker(id: string): Promise<RunningGym> {
+  const started = spawnGym(
+    ['worker', '--queue', redis.url, '--concurrency', '32', `++head_server.port=${headPort}`, `+worker_id=${id}`],
+    { cwd: envDir },
   );
-  closers.push(() => stop(worker));
-  await eventually(() => /connected to/.test(worker.stderr()), {
-    what: () => `the worker: ${worker.stderr()}`,
+  closers.push(() => stop(started));
+  await eventually(() => /connected to/.test(started.stderr()), {
+    what: () => `the worker: ${started.stderr()}`,
     timeoutMs: WAIT_MS,
   });
-});
+  return started;
+}
 
 async function stop(gym: RunningGym): Promise<void> {
   if (gym.child.exitCode !== null || gym.child.signalCode !== null) return;
@@ -297,8 +307,8 @@ test(
 const HELD = [7, 8, 10, 11];
 const TASKS = 12;
 
-/** Start a run, wait until the unheld rollouts are on disk and the held ones are mid-service, SIGKILL it. */
-async function crashMidRun(dir: string, extra: string[]): Promise<Row[]> {
+/** Start a run and wait until the unheld rollouts are on disk and the held ones are mid-service; the rows so far. */
+async function heldMidRun(dir: string, extra: string[]): Promise<{ run: RunningGym; written: Row[] }> {
   writeTasks(dir, TASKS);
   const first = collector(dir, extra);
   const out = path.join(dir, 'out/r.jsonl');
@@ -313,10 +323,18 @@ async function crashMidRun(dir: string, extra: string[]): Promise<Row[]> {
     },
   );
   assert.equal(await rolloutsOpen(), HELD.length, 'the held rollouts are open on the model server');
-  const written = readJsonl(out);
-  first.child.kill('SIGKILL');
-  const killed = await first.result;
-  assert.equal(killed.signal, 'SIGKILL', 'the collector was killed mid-run');
+  return { run: first, written: readJsonl(out) };
+}
+
+async function killed(gym: RunningGym, what: string): Promise<void> {
+  gym.child.kill('SIGKILL');
+  assert.equal((await gym.result).signal, 'SIGKILL', `${what} was killed mid-run`);
+}
+
+/** Start a run, wait until the held rollouts are mid-service, SIGKILL the collector; the rows written before. */
+async function crashMidRun(dir: string, extra: string[]): Promise<Row[]> {
+  const { run, written } = await heldMidRun(dir, extra);
+  await killed(run, 'the collector');
   return written;
 }
 
@@ -361,34 +379,60 @@ test(
   "direct, a SIGKILLed collector: the resumed attempt's capture holds none of the abandoned attempt's late calls",
   { timeout: TEST_MS },
   async () => {
-    invocations.length = 0;
-    // The abandoned invocation (0) of a held task makes its later calls only once the resumed one (1) made its first;
-    // the resumed one goes on only once those late calls were answered: so they fall inside the resumed attempt.
-    const resumedStarted = new Map(HELD.map((i) => [taskText(i), gate()]));
-    for (const held of resumedStarted.values()) closers.push(() => held.open());
-    afterFirstCall = async (invocation) => {
-      if (!isHeld(invocation)) return;
-      if (invocation.nth === 0) return resumedStarted.get(invocation.task)!.opened;
-      resumedStarted.get(invocation.task)!.open();
-      await invocations.find((i) => i.task === invocation.task && i.nth === 0)!.done.opened;
-    };
+    abandonThenRunAgain();
     const dir = tempDir('tsgym-capture-direct-');
     const written = await crashMidRun(dir, []);
     await finished(collector(dir, ['--resume']));
-    const rows = readJsonl(path.join(dir, 'out/r.jsonl'));
-    assert.deepEqual(sortedKeys(rows), allKeys(TASKS), 'each rollout exactly once');
-    for (const row of rows) {
-      const nth = assertOwnCapture(row);
-      const held = HELD.includes(row._ng_task_index as number);
-      assert.equal(nth, held ? 1 : 0, `row ${String(row._ng_task_index)}: the attempt that wrote it`);
-    }
-    assertKept(written, rows);
-    const abandoned = invocations.filter((i) => isHeld(i) && i.nth === 0);
-    assert.equal(abandoned.length, HELD.length);
-    for (const invocation of abandoned) {
-      // The late calls did happen (the test provoked what it tests) and were refused: their rollout was closed.
-      assert.deepEqual(invocation.statuses.slice(1), Array(callsFor(invocation.task) - 1).fill(404), invocation.task);
-    }
-    await assertNothingOpen();
+    await assertRunAgain(dir, written);
   },
 );
+
+test(
+  "through the queue, a SIGKILLed worker: its jobs run again on another, whose rows hold none of the dead one's calls",
+  { timeout: TEST_MS },
+  async () => {
+    abandonThenRunAgain();
+    const dir = tempDir('tsgym-capture-worker-');
+    // A short stall time moves the dead worker's jobs back soon; only one worker is alive at a time here.
+    const { run, written } = await heldMidRun(dir, ['--queue', redis.url, '+queue_stall_secs=1']);
+    await killed(worker, 'the worker');
+    worker = await startWorker('w2');
+    await finished(run);
+    await assertRunAgain(dir, written);
+  },
+);
+
+/**
+ * The held rollouts are abandoned and run again with the same attempt index. The abandoned invocation (0) of a held
+ * task makes its later model calls only once the new one (1) made its first, and the new one goes on only once those
+ * late calls were answered: so they fall inside the new run, whose row must not hold them.
+ */
+function abandonThenRunAgain(): void {
+  invocations.length = 0;
+  const againStarted = new Map(HELD.map((i) => [taskText(i), gate()]));
+  for (const held of againStarted.values()) closers.push(() => held.open());
+  afterFirstCall = async (invocation) => {
+    if (!isHeld(invocation)) return;
+    if (invocation.nth === 0) return againStarted.get(invocation.task)!.opened;
+    againStarted.get(invocation.task)!.open();
+    await invocations.find((i) => i.task === invocation.task && i.nth === 0)!.done.opened;
+  };
+}
+
+async function assertRunAgain(dir: string, written: Row[]): Promise<void> {
+  const rows = readJsonl(path.join(dir, 'out/r.jsonl'));
+  assert.deepEqual(sortedKeys(rows), allKeys(TASKS), 'each rollout exactly once');
+  for (const row of rows) {
+    const nth = assertOwnCapture(row);
+    const held = HELD.includes(row._ng_task_index as number);
+    assert.equal(nth, held ? 1 : 0, `row ${String(row._ng_task_index)}: the run that wrote it`);
+  }
+  assertKept(written, rows);
+  const abandoned = invocations.filter((i) => isHeld(i) && i.nth === 0);
+  assert.equal(abandoned.length, HELD.length);
+  for (const invocation of abandoned) {
+    // The late calls did happen (the test provoked what it tests) and were refused: their rollout was closed.
+    assert.deepEqual(invocation.statuses.slice(1), Array(callsFor(invocation.task) - 1).fill(404), invocation.task);
+  }
+  await assertNothingOpen();
+}
