@@ -70,10 +70,14 @@ async function harnessWith(decide: Decide): Promise<Harness> {
   });
 }
 
+/** Every model base URL a service was handed. */
+const givenUrls: string[] = [];
+
 /** Calls the model twice through the rollout's URL (chat, then a streamed responses call), then finishes. */
 const twoCalls: Decide = async (conversation, _tools, ctx) => {
   const base = ctx.modelBaseUrl;
   if (!base) throw new Error('no model base URL was given');
+  givenUrls.push(base);
   const text = String((conversation[0] as { content: unknown }).content);
   const chat = await request(`${base}/chat/completions`, {
     method: 'POST',
@@ -128,7 +132,9 @@ describe('remote agent with model_server', () => {
       const everything = JSON.stringify(rows) + harness.logs.join('\n') + modelLogs.join('\n');
       assert.ok(!everything.includes(API_KEY), 'the api key appears in no row and no log');
       // The URL a finished rollout was given now answers 404.
-      const late = await request(`${modelListening.url}/ng-rollout/3-0/v1/chat/completions`, {
+      const given = givenUrls.filter((url) => url.includes('/ng-rollout/3-0.'));
+      assert.equal(given.length, 1, givenUrls.join('\n'));
+      const late = await request(`${given[0]!}/chat/completions`, {
         method: 'POST',
         json: { messages: [{ role: 'user', content: 'late' }] },
         timeoutMs: 60_000,
@@ -152,7 +158,9 @@ describe('remote agent with model_server', () => {
         basicRow('fail', { _ng_task_index: 5, _ng_rollout_index: 2, _ng_attempt_index: 1 }),
       );
       assert.equal(row._ng_failure_class, 'remote_agent_error');
-      assert.equal(seenUrl, `${modelListening.url}/ng-rollout/5-2-a1/v1`);
+      // The attempt's own key on the model server: its rollout id and a suffix no other dispatch of it shares.
+      assert.match(seenUrl, /\/ng-rollout\/5-2-a1\.[0-9a-f]{12}\/v1$/);
+      assert.ok(seenUrl.startsWith(`${modelListening.url}/ng-rollout/`), seenUrl);
       const capture = captureOf(row);
       assert.equal(capture.rollout_id, '5-2-a1');
       assert.equal(capture.calls.length, 2);
@@ -160,6 +168,13 @@ describe('remote agent with model_server', () => {
         basicRow('fail', { _ng_rollout_id: 'my.run_7', _ng_task_index: 0, _ng_rollout_index: 0 }),
       );
       assert.equal(captureOf(named).rollout_id, 'my.run_7');
+      // The longest id there is: its key on the model server is cut to fit; the row still names the whole id.
+      const longest = 'L'.repeat(200);
+      const long = await harness.run(
+        basicRow('fail', { _ng_rollout_id: longest, _ng_task_index: 0, _ng_rollout_index: 0 }),
+      );
+      assert.match(seenUrl, /\/ng-rollout\/L{187}\.[0-9a-f]{12}\/v1$/);
+      assert.deepEqual([captureOf(long).rollout_id, captureOf(long).calls.length], [longest, 2]);
     } finally {
       await harness.close();
     }

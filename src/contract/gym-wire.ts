@@ -14,7 +14,7 @@ export const STEP_LATENCY_KEY = '_ng_step_latency_secs';
 export const STEP_LATENCY_HEADER = 'x-gym-step-latency';
 /**
  * On every `/v1/responses` call the remote agent makes to a service when its config names a `model_server`: the base
- * URL (`http://<model server>/ng-rollout/<rollout id>/v1`) through which this rollout's model calls must go, so the
+ * URL (`http://<model server>/ng-rollout/<rollout id>.<random>/v1`) through which this rollout's model calls must go, so the
  * model server records them against the rollout (docs/services.md, "The contract").
  */
 export const MODEL_BASE_URL_HEADER = 'x-gym-model-base-url';

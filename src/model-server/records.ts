@@ -199,7 +199,7 @@ export function captureMetrics(calls: readonly ModelCallRecord[]): CaptureMetric
 
 /** A rollout id as a path segment: letters, digits, `.`, `-`, `_`, not starting with `.`/`-`/`_` (the reference's). */
 export const ROLLOUT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-const MAX_ROLLOUT_ID_LENGTH = 200;
+export const MAX_ROLLOUT_ID_LENGTH = 200;
 
 export function isRolloutId(value: unknown): boolean {
   return typeof value === 'string' && value.length <= MAX_ROLLOUT_ID_LENGTH && ROLLOUT_ID_PATTERN.test(value);

@@ -3,14 +3,20 @@
  * server before the service is first called, hands the service the rollout's model base URL on every call, and after
  * verify (or a failure) closes the id and attaches the records to the row as `ng_model_call_capture`.
  *
+ * Each dispatch opens a key of its own on the model server, the rollout id plus a random suffix, and the row's capture
+ * names the rollout id. The id alone names an attempt only as far as the collector counts attempts: a collector
+ * killed mid-rollout resumes it under the same index while the abandoned service may still be calling the model, and
+ * those late calls must find their key closed (404) rather than land in the new attempt's capture.
+ *
  * Capture never fails a rollout that otherwise succeeded: a close that fails leaves the row with an empty capture and
  * a gap saying why. An open that fails does fail it (retryable): the service would be handed a URL that answers 404.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { RetryableRolloutError } from '../errors.js';
 import { callInternal } from '../http/client.js';
 import {
   captureMetrics,
+  MAX_ROLLOUT_ID_LENGTH,
   rolloutIdOfRow,
   TOKEN_CAPTURE_PATH_SEGMENT,
   type CaptureGap,
@@ -28,9 +34,12 @@ export interface ModelServerTarget {
 
 const BOOKKEEPING_TIMEOUT_MS = 30_000;
 const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
+const KEY_SUFFIX_BYTES = 6;
 
 export class RolloutModelCapture {
   readonly rolloutId: string;
+  /** This dispatch's path segment on the model server: `<rollout id>.<12 hex>`, a valid rollout id itself. */
+  private readonly key: string;
   private opened = false;
 
   constructor(
@@ -39,12 +48,14 @@ export class RolloutModelCapture {
   ) {
     // A hand-made `/run` has no indices: a fresh id still keeps its calls apart from every other rollout's.
     this.rolloutId = rolloutIdOfRow(row) ?? `gym-${randomUUID()}`;
+    const suffix = `.${randomBytes(KEY_SUFFIX_BYTES).toString('hex')}`;
+    this.key = `${this.rolloutId.slice(0, MAX_ROLLOUT_ID_LENGTH - suffix.length)}${suffix}`;
   }
 
   /** What the service is told: where this rollout's model calls go. */
   get modelBaseUrl(): string {
     const capture = this.tokenIdCapture ? `/${TOKEN_CAPTURE_PATH_SEGMENT}` : '';
-    return `${this.target.url}/ng-rollout/${this.rolloutId}${capture}/v1`;
+    return `${this.target.url}/ng-rollout/${this.key}${capture}/v1`;
   }
 
   get tokenIdCapture(): boolean {
@@ -52,7 +63,7 @@ export class RolloutModelCapture {
   }
 
   async open(signal: AbortSignal): Promise<void> {
-    const where = `${this.target.url}/ng-rollout/${this.rolloutId}/open`;
+    const where = `${this.target.url}/ng-rollout/${this.key}/open`;
     let status: number;
     let text: string;
     try {
@@ -85,7 +96,7 @@ export class RolloutModelCapture {
     if (!this.opened)
       return this.empty({ code: 'model_call_capture_no_records', detail: 'the rollout ended before it was opened' });
     try {
-      const res = await callInternal(`${this.target.url}/ng-rollout/${this.rolloutId}/close`, {
+      const res = await callInternal(`${this.target.url}/ng-rollout/${this.key}/close`, {
         json: {},
         timeoutMs: BOOKKEEPING_TIMEOUT_MS,
         maxBodyBytes: MAX_CAPTURE_BYTES,
@@ -97,7 +108,7 @@ export class RolloutModelCapture {
       if (!Array.isArray(capture.calls)) {
         return this.empty({ code: 'model_call_capture_unreadable', detail: 'close answered no calls' });
       }
-      return capture;
+      return { ...capture, rollout_id: this.rolloutId };
     } catch (err) {
       return this.empty({ code: 'model_call_capture_unreadable', detail: (err as Error).message.slice(0, 300) });
     }

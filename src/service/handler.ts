@@ -22,7 +22,7 @@ export interface DecideContext {
   signal: AbortSignal;
   /**
    * Where this rollout's model calls should go, when Gym says (a remote agent with `model_server`): an
-   * OpenAI-compatible base URL (`…/ng-rollout/<rollout id>/v1`; append `/chat/completions` or `/responses`). Calls
+   * OpenAI-compatible base URL (`…/ng-rollout/<rollout id>.<random>/v1`; append `/chat/completions` or `/responses`). Calls
    * through it are recorded on the rollout's row. Undefined when Gym sent none: use your own model URL.
    */
   modelBaseUrl?: string;
