@@ -17,6 +17,7 @@ import { existsSync, statSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/errors.js';
+import { cpuLlama, firstLine, importRuntime } from '../../src/model-server/gguf/runtime.js';
 import { request } from '../../src/http/client.js';
 import { toolHistory, type Decide, type FunctionTool, type TokenUsage } from '../../src/service/index.js';
 import {
@@ -28,9 +29,6 @@ import {
   type ChatTurn,
   type GrammarSchema,
 } from './tool-protocol.js';
-
-/** The release this brain is written and tested against. */
-export const NODE_LLAMA_CPP_VERSION = '3.21.1';
 
 export interface LocalBrainOptions {
   /** The GGUF file. Optional: without it, every call must carry the rollout's model URL (`ctx.modelBaseUrl`). */
@@ -101,25 +99,6 @@ interface NodeLlamaCpp {
   getLlama(options: { gpu: false; build: 'never'; logLevel: 'error' }): Promise<Llama>;
   resolveChatWrapper(model: Model): ChatWrapper;
   LlamaCompletion: new (options: { contextSequence: unknown }) => Completion;
-}
-
-const RUNTIME_PACKAGE = 'node-llama-cpp';
-
-/** node-llama-cpp, or one line saying how to install it. */
-export async function importRuntime(): Promise<NodeLlamaCpp> {
-  try {
-    return (await import(RUNTIME_PACKAGE)) as NodeLlamaCpp;
-  } catch (error) {
-    const err = error as NodeJS.ErrnoException;
-    if (err.code === 'ERR_MODULE_NOT_FOUND' && err.message.includes(`'${RUNTIME_PACKAGE}'`)) {
-      throw new ConfigError(
-        `--brain local runs the model with ${RUNTIME_PACKAGE}, which is not installed (an optional peer dependency of ` +
-          `tsgym): run npm install ${RUNTIME_PACKAGE}@${NODE_LLAMA_CPP_VERSION} where tsgym is installed, then start again.`,
-        'GYM_LOCAL_RUNTIME_MISSING',
-      );
-    }
-    throw error;
-  }
 }
 
 /** One reply's text and token counts, from either the in-process model or a model URL. */
@@ -195,18 +174,8 @@ async function loadInProcessModel(file: string, options: LocalBrainOptions): Pro
   if (!existsSync(modelPath) || !statSync(modelPath).isFile()) {
     throw new ConfigError(`--model ${file}: no such file; give the path of a GGUF model file.`);
   }
-  const runtime = await importRuntime();
-  let llama: Llama;
-  try {
-    // CPU only, and never a build or download at run time: the prebuilt binary from the npm registry or nothing.
-    llama = await runtime.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-  } catch (error) {
-    throw new ConfigError(
-      `${RUNTIME_PACKAGE} found no prebuilt llama.cpp binary for this machine (${firstLine(error)}): install ` +
-        `${RUNTIME_PACKAGE}@${NODE_LLAMA_CPP_VERSION} with its optional dependencies, or the one for your platform ` +
-        `(e.g. @node-llama-cpp/linux-x64@${NODE_LLAMA_CPP_VERSION}).`,
-    );
-  }
+  const runtime = await importRuntime<NodeLlamaCpp>('--brain local');
+  const llama = await cpuLlama(runtime);
   let model: Model;
   try {
     model = await llama.loadModel({ modelPath });
@@ -335,8 +304,4 @@ function isJson(text: string): boolean {
 function excerpt(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > 300 ? `${flat.slice(0, 300)}…` : flat;
-}
-
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 }

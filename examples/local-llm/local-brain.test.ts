@@ -18,7 +18,7 @@ import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
 import { GYM_BIN } from '../../test/support/environments.js';
 import { DIST_EXAMPLES, REPO_ROOT, spawnService } from '../../test/support/examples.js';
 import { eventually } from '../../test/support/wait.js';
-import { NODE_LLAMA_CPP_VERSION } from './brain.js';
+import { NODE_LLAMA_CPP_VERSION } from '../../src/model-server/gguf/runtime.js';
 import { writeTinyGguf } from './tiny-gguf.js';
 
 const SERVICE = `${DIST_EXAMPLES}counter-planner/service.js`;

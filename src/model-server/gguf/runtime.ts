@@ -84,10 +84,13 @@ export interface JinjaTemplate {
 }
 export type JinjaTemplateClass = new (source: string) => JinjaTemplate;
 
-/** node-llama-cpp, or a ConfigError saying how to install it; `who` names what needs it (`gguf_model`). */
-export async function importRuntime(who: string): Promise<NodeLlamaCpp> {
+/**
+ * node-llama-cpp, or a ConfigError saying how to install it; `who` names what needs it (`gguf_model`). `Runtime` is
+ * the slice of its API the caller types (the local-model example uses another slice than gguf_model).
+ */
+export async function importRuntime<Runtime = NodeLlamaCpp>(who: string): Promise<Runtime> {
   try {
-    return (await import(RUNTIME_PACKAGE)) as NodeLlamaCpp;
+    return (await import(RUNTIME_PACKAGE)) as Runtime;
   } catch (error) {
     const err = error as NodeJS.ErrnoException;
     if (err.code === 'ERR_MODULE_NOT_FOUND' && err.message.includes(`'${RUNTIME_PACKAGE}'`)) {
@@ -102,7 +105,9 @@ export async function importRuntime(who: string): Promise<NodeLlamaCpp> {
 }
 
 /** The CPU runtime, never a build or a download at run time: the prebuilt binary from the npm registry or nothing. */
-export async function cpuLlama(runtime: NodeLlamaCpp): Promise<Llama> {
+export async function cpuLlama<L = Llama>(runtime: {
+  getLlama(options: { gpu: false; build: 'never'; logLevel: 'error' }): Promise<L>;
+}): Promise<L> {
   try {
     return await runtime.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
   } catch (error) {
