@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from '../http/client.js';
-import type { Listening } from '../http/server.js';
+import { closeServer, type Listening } from '../http/server.js';
 import { streamRequest } from '../http/stream-client.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../test/support/scripted-upstream.js';
 import type { ModelCallCapture } from './records.js';
@@ -262,6 +264,60 @@ describe('model server', () => {
     const [call] = (await close('broken')).calls;
     assert.equal(call!.error_category, 'upstream_stream_cut');
     assert.equal(call!.tokens_in, null, 'unknown, not zero');
+  });
+
+  it('sends a call once more when its connection is lost before any reply, and only once', async () => {
+    // A real upstream that destroys the connection of the first `drops` requests without a byte of reply, as a server
+    // closing an idle keep-alive connection does to a call that went out on it.
+    let drops = 1;
+    let seen = 0;
+    const flaky = http.createServer((req, res) => {
+      seen += 1;
+      if (drops > 0) {
+        drops -= 1;
+        req.socket.destroy();
+        return;
+      }
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [], usage: null }));
+      });
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    const flakyServer = createModelServer({
+      name: 'flaky',
+      upstream: new OpenAiUpstream({
+        baseUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/v1`,
+        apiKey: undefined,
+        model: 'm',
+        defaultHeaders: {},
+        extraBody: {},
+        timeoutMs: 60_000,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+      }),
+      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      log: (line) => logs.push(line),
+    });
+    const flakyListening = await flakyServer.app.listen(0);
+    const call = () =>
+      request(`${flakyListening.url}/v1/chat/completions`, { method: 'POST', json: chat('x'), timeoutMs: 60_000 });
+    try {
+      const recovered = await call();
+      assert.equal(recovered.status, 200, recovered.text());
+      assert.equal(seen, 2, 'the lost call was sent once more');
+      drops = 2;
+      seen = 0;
+      const lost = await call();
+      assert.equal(lost.status, 502, "a second loss is the call's");
+      assert.equal((lost.json() as { error: { type: string } }).error.type, 'upstream_unreachable');
+      assert.equal(seen, 2, 'never a third time');
+    } finally {
+      flakyServer.close();
+      await flakyListening.close();
+      await closeServer(flaky);
+    }
   });
 
   it('bounds open rollouts and drops idle ones', async () => {

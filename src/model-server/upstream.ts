@@ -7,7 +7,7 @@
  * the server shows (an upstream error body may echo what it received).
  */
 import type { HttpResponse } from '../http/client.js';
-import { request } from '../http/client.js';
+import { isConnectError, request } from '../http/client.js';
 import { streamRequest, type StreamingResponse } from '../http/stream-client.js';
 import { parseBoundedJson } from '../bounded-json/index.js';
 import type { Dialect } from './records.js';
@@ -93,6 +93,14 @@ export class OpenAiUpstream implements Upstream {
   }
 
   send(call: UpstreamCall): Promise<HttpResponse> {
+    return twiceOnLostConnection(call.signal, () => this.sendOnce(call));
+  }
+
+  stream(call: UpstreamCall): Promise<StreamingResponse> {
+    return twiceOnLostConnection(call.signal, () => this.streamOnce(call));
+  }
+
+  private sendOnce(call: UpstreamCall): Promise<HttpResponse> {
     return request(this.options.baseUrl + PATHS[call.dialect], {
       method: 'POST',
       jsonText: call.body,
@@ -103,7 +111,7 @@ export class OpenAiUpstream implements Upstream {
     });
   }
 
-  stream(call: UpstreamCall): Promise<StreamingResponse> {
+  private streamOnce(call: UpstreamCall): Promise<StreamingResponse> {
     return streamRequest(this.options.baseUrl + PATHS[call.dialect], {
       jsonText: call.body,
       headers: { ...this.headers, accept: 'text/event-stream' },
@@ -117,5 +125,19 @@ export class OpenAiUpstream implements Upstream {
     let out = text;
     for (const secret of this.secrets) out = out.split(secret).join('****');
     return out;
+  }
+}
+
+/**
+ * A model call changes nothing upstream, so sending it twice is safe. One whose connection failed before any reply
+ * (most often a pooled connection the upstream closed after its keep-alive just as the call went out: uvicorn, which
+ * vLLM runs on, closes idle ones after 5 s) is sent once more, on a new connection; a second failure is the call's.
+ */
+async function twiceOnLostConnection<T>(signal: AbortSignal, attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (!isConnectError(err) || signal.aborted) throw err;
+    return attempt();
   }
 }
