@@ -6,7 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import assert from 'node:assert/strict';
 import { installRoot } from '../../src/config/roots.js';
+import { eventually } from './wait.js';
 
 export const GYM_BIN = path.join(installRoot(), 'bin', 'gym.js');
 
@@ -50,6 +52,45 @@ export function spawnGym(args: readonly string[], options: GymOptions): RunningG
 
 export function runGym(args: readonly string[], options: GymOptions): Promise<GymResult> {
   return spawnGym(args, options).result;
+}
+
+export interface StartedEnv {
+  gym: RunningGym;
+  /** Everything written to stdout so far. */
+  stdout(): string;
+  /** SIGINT, then its exit; safe to call more than once. */
+  stop(): Promise<GymResult>;
+}
+
+/**
+ * `gym env start ARGS`, its logs under `logDir`, until it says where its logs are (every server up), or the test
+ * fails with all it printed: when it exits first, or fewer than `servers` servers are ready. The deadline only caps a
+ * hang (a busy machine starts servers slowly).
+ */
+export async function startGymEnv(
+  args: readonly string[],
+  options: GymOptions & { logDir: string; servers: number; timeoutMs?: number },
+): Promise<StartedEnv> {
+  const gym = spawnGym(['env', 'start', ...args, `++nemo_gym_log_dir=${options.logDir}`], options);
+  let stdout = '';
+  gym.child.stdout!.on('data', (chunk: string) => (stdout += chunk));
+  let stopped: Promise<GymResult> | undefined;
+  const stop = (): Promise<GymResult> => {
+    gym.child.kill('SIGINT');
+    return (stopped ??= gym.result);
+  };
+  try {
+    await eventually(() => /^Logs: /m.test(stdout) || gym.child.exitCode !== null, {
+      what: 'gym env start to be ready',
+      timeoutMs: options.timeoutMs ?? 120_000,
+    });
+    const ready = `${options.servers} / ${options.servers} servers ready`;
+    assert.ok(stdout.includes(ready), `gym env start did not report ${ready}:\n${stdout}\n${gym.stderr()}`);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { gym, stdout: () => stdout, stop };
 }
 
 const created: string[] = [];
