@@ -7,8 +7,10 @@ import { isMainModule, serveInstance } from '../../src/server/serve.js';
 /**
  * `vllm_model`: a model server in front of a vLLM server (or any OpenAI-compatible one), keyed as NeMo Gym's
  * `responses_api_models/vllm_model` is (`base_url`, `api_key`, `model`, `default_headers`, `extra_body`, …). Calls
- * are relayed as they are on both dialects; the reference's Responses-to-chat translation is not available yet.
- * `return_token_id_information: true` lets a remote agent with `token_id_capture: true` capture each chat call's
+ * on `/v1/chat/completions` are relayed as they are; a `/v1/responses` call is translated, as the reference's is, into
+ * a chat completion for vLLM and its answer (or stream) back into a Responses object (src/model-server/responses-chat.ts),
+ * unless `is_responses_native: true` (the reference's key: a model vLLM serves on its own `/v1/responses`), which relays
+ * it as it is. `return_token_id_information: true` lets a remote agent with `token_id_capture: true` capture each call's
  * token ids and log-probs from vLLM (src/model-server/token-ids.ts); `request_prompt_and_generation_token_ids` is
  * accepted (tsgym always asks vLLM for `return_token_ids`, and falls back to `/tokenize` when it gives none).
  */
@@ -27,7 +29,7 @@ export function prepareVllmBlock(
   inner: Record<string, unknown>,
   where: (key: string) => string,
 ): Record<string, unknown> {
-  for (const key of ['return_token_id_information', 'request_prompt_and_generation_token_ids']) {
+  for (const key of ['return_token_id_information', 'request_prompt_and_generation_token_ids', 'is_responses_native']) {
     const value = inner[key];
     if (value !== undefined && value !== null && typeof value !== 'boolean') {
       throw new ConfigError(`${where(key)} must be true or false, got ${JSON.stringify(value)}.`);
@@ -52,6 +54,14 @@ export function vllmTokenIdShape(inner: Record<string, unknown>): TokenIdShape |
   return inner.return_token_id_information === true ? 'vllm' : undefined;
 }
 
+/** The reference translates `/v1/responses` into chat completions unless the block says `is_responses_native: true`. */
+export function vllmTranslatesResponses(inner: Record<string, unknown>): boolean {
+  return inner.is_responses_native !== true;
+}
+
 if (isMainModule(import.meta.url)) {
-  void serveInstance((ctx) => modelServerFromInstance(ctx, VLLM_MODEL_KEYS, prepareVllmBlock, vllmTokenIdShape).app);
+  void serveInstance(
+    (ctx) =>
+      modelServerFromInstance(ctx, VLLM_MODEL_KEYS, prepareVllmBlock, vllmTokenIdShape, vllmTranslatesResponses).app,
+  );
 }

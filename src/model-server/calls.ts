@@ -24,6 +24,8 @@ import {
   type TokenStats,
 } from './records.js';
 import type { OpenRollout } from './rollouts.js';
+import { chatAnswerToResponse, ResponsesRequestRefused, responsesToChatRequest } from './responses-chat.js';
+import { ChatToResponsesEvents } from './responses-stream.js';
 import { SseWatcher } from './sse.js';
 import {
   answerTokens,
@@ -45,6 +47,11 @@ export interface CallContext {
   dropInputReasoningItems?: boolean;
   /** `max_concurrent_requests`: upstream calls in flight at once (a stream holds its slot until it ends). */
   limiter?: FifoSemaphore;
+  /**
+   * `vllm_model` unless `is_responses_native`: a `/v1/responses` call goes upstream as a chat completion and its
+   * answer comes back as a Responses object (./responses-chat.ts), as the reference's vllm_model does.
+   */
+  translateResponses?: boolean;
 }
 
 const EXCERPT_CHARS = 500;
@@ -143,14 +150,21 @@ export async function modelCall(
   if (!isRecord(body)) {
     throw new HttpError(422, `the request body must be a JSON object (the ${dialect} create-params)`);
   }
+  // A translated call is a chat call upstream (and for capture); the record keeps the agent's dialect. A body that
+  // cannot be translated is the agent's mistake, refused before it is a model call.
+  const translated = dialect === 'responses' && ctx.translateResponses === true ? body : undefined;
+  const wire: Dialect = translated ? 'chat' : dialect;
+  const wireBody = translated ? translateRequest(translated) : body;
   const recorder = new CallRecorder(ctx, rollout, dialect);
   let release: (() => void) | undefined;
   try {
-    const capture = captureTokens ? startCapture(recorder, ctx, body, dialect, req.signal) : undefined;
-    const call = { dialect, body: upstreamBody(capture?.sent ?? body, dialect, ctx), signal: req.signal };
+    const capture = captureTokens ? startCapture(recorder, ctx, wireBody, wire, req.signal) : undefined;
+    const call = { dialect: wire, body: upstreamBody(capture?.sent ?? wireBody, wire, ctx), signal: req.signal };
     release = await ctx.limiter?.acquire(req.signal);
-    if (body.stream !== true) return await bufferedAnswer(await ctx.upstream.send(call), recorder, ctx, capture);
-    const reply = await streamingCall(ctx.upstream.stream(call), recorder, ctx, release, capture);
+    if (body.stream !== true) {
+      return await bufferedAnswer(await ctx.upstream.send(call), recorder, ctx, capture, translated);
+    }
+    const reply = await streamingCall(ctx.upstream.stream(call), recorder, ctx, release, capture, translated);
     if (reply.stream) release = undefined; // the relay releases the slot when the stream ends
     return reply;
   } catch (err) {
@@ -160,6 +174,15 @@ export async function modelCall(
     return failureReply(failure);
   } finally {
     release?.();
+  }
+}
+
+function translateRequest(body: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return responsesToChatRequest(body);
+  } catch (err) {
+    if (!(err instanceof ResponsesRequestRefused)) throw err;
+    throw new HttpError(400, `this /v1/responses call cannot be sent to vLLM as a chat completion: ${err.message}`);
   }
 }
 
@@ -271,6 +294,7 @@ async function bufferedAnswer(
   recorder: CallRecorder,
   ctx: CallContext,
   capture: TokenCapture | undefined,
+  translated?: Record<string, unknown>,
 ): Promise<GymReply> {
   if (res.status >= 400) {
     const text = ctx.upstream.redact(res.body.subarray(0, 64 * 1024).toString('utf8'));
@@ -290,6 +314,13 @@ async function bufferedAnswer(
       guardCapture(() => answerTokens(answer)),
       chatOutputItems(answer),
     );
+  if (translated) {
+    const response = chatAnswerToResponse(answer, translated, ctx.upstream.model);
+    record.response_id = response.id as string;
+    record.response_status = response.status as string;
+    recorder.finish(res.status, null);
+    return { status: res.status, body: response };
+  }
   recorder.finish(res.status, null);
   return { status: res.status, raw: res.body, contentType: 'application/json' };
 }
@@ -339,6 +370,7 @@ async function streamingCall(
   ctx: CallContext,
   release: (() => void) | undefined,
   capture: TokenCapture | undefined,
+  translated?: Record<string, unknown>,
 ): Promise<GymReply> {
   const res = await pending;
   const type = String(res.headers['content-type'] ?? '');
@@ -353,13 +385,15 @@ async function streamingCall(
       text: () => Buffer.concat(chunks).toString('utf8'),
       json: () => undefined,
     };
-    return bufferedAnswer(whole, recorder, ctx, capture);
+    return bufferedAnswer(whole, recorder, ctx, capture, translated);
   }
   return {
     status: res.status,
     contentType: 'text/event-stream',
     headers: { 'cache-control': 'no-cache' },
-    stream: relay(res, recorder, ctx, release, capture),
+    stream: translated
+      ? translatedRelay(res, recorder, ctx, release, capture, new ChatToResponsesEvents(translated, ctx.upstream.model))
+      : relay(res, recorder, ctx, release, capture),
   };
 }
 
@@ -393,6 +427,59 @@ async function* relay(
     yield Buffer.from(
       `event: error\ndata: ${JSON.stringify({ type: 'error', error: { message: failure.message, type: category } })}\n\n`,
     );
+  } finally {
+    res.cancel();
+    release?.();
+    recorder.finish(res.status, category, watcher.facts.firstContentAt);
+  }
+}
+
+/**
+ * A translated stream: the upstream's chat chunks are read as they arrive and the agent gets the Responses events
+ * they make. The closing `response.completed` goes out only once the call is known good (its stream complete, its
+ * ids read when captured); otherwise the stream ends with an error event.
+ */
+async function* translatedRelay(
+  res: StreamingResponse,
+  recorder: CallRecorder,
+  ctx: CallContext,
+  release: (() => void) | undefined,
+  capture: TokenCapture | undefined,
+  events: ChatToResponsesEvents,
+): AsyncGenerator<Buffer> {
+  const gathered = capture ? new ChatStreamTokens() : undefined;
+  const watcher = new SseWatcher('chat', Math.min(ctx.maxResponseBytes, 16 * 1024 * 1024), (chunk) => {
+    gathered?.onChunk(chunk);
+    events.onChunk(chunk);
+  });
+  let category: ErrorCategory | null = 'client_gone';
+  try {
+    let message = '';
+    try {
+      yield* events.drain();
+      for await (const chunk of res.body) {
+        watcher.push(chunk, performance.now());
+        yield* events.drain();
+      }
+      category = streamOutcome(watcher, recorder);
+      if (category === null && capture && gathered) category = await readStreamTokens(capture, gathered, ctx);
+      message = `the upstream's chat stream could not be answered (${category})`;
+    } catch (err) {
+      const failure = transportFailure(err, ctx);
+      category =
+        err instanceof HttpTransportError && err.kind === 'body_read' ? 'upstream_stream_cut' : failure.category;
+      message = failure.message;
+      ctx.log(`model stream failed (${failure.category}): ${failure.message}`);
+    }
+    recorder.record.response_id = events.responseId;
+    if (category === null) {
+      const closing = events.finish(watcher.facts.usage);
+      recorder.record.response_status = closing.status;
+      yield* closing.events;
+    } else if (category !== 'client_gone') {
+      const error = { type: 'error', error: { message, type: category } };
+      yield Buffer.from(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
+    }
   } finally {
     res.cancel();
     release?.();

@@ -24,6 +24,7 @@ export function modelServerAround(
     maxResponseBytes: number;
     dropInputReasoningItems: boolean;
     maxConcurrentRequests: number | null;
+    translateResponses?: boolean;
   },
 ): ModelServer {
   return createModelServer({
@@ -32,6 +33,7 @@ export function modelServerAround(
     limits: settings.limits,
     maxResponseBytes: settings.maxResponseBytes,
     dropInputReasoningItems: settings.dropInputReasoningItems,
+    translateResponses: settings.translateResponses === true,
     ...(settings.maxConcurrentRequests !== null ? { limiter: new FifoSemaphore(settings.maxConcurrentRequests) } : {}),
   });
 }
@@ -39,7 +41,8 @@ export function modelServerAround(
 /**
  * `prepare` maps the implementation's own keys onto the shared ones (or refuses settings it accepts but cannot honour
  * yet, throwing a ConfigError); `tokenIdShape` says how the upstream gives token ids for `token_id_capture`, from the
- * block (undefined: it gives none, and a captured call through it fails naming the setting).
+ * block (undefined: it gives none, and a captured call through it fails naming the setting); `translateResponses`
+ * says whether `/v1/responses` calls go upstream as chat completions (vllm_model unless `is_responses_native`).
  */
 export function modelServerFromInstance(
   ctx: ServeContext,
@@ -47,9 +50,14 @@ export function modelServerFromInstance(
   prepare: (inner: Record<string, unknown>, where: (key: string) => string) => Record<string, unknown> = (inner) =>
     inner,
   tokenIdShape: (inner: Record<string, unknown>) => TokenIdShape | undefined = () => undefined,
+  translateResponses: (inner: Record<string, unknown>) => boolean = () => false,
 ): ModelServer {
   const where = keyPath(ctx);
   const config = parseModelServerConfig(prepare(ctx.instance.config, where), keys, where);
   const upstream = new OpenAiUpstream({ ...config.upstream, tokenIdShape: tokenIdShape(ctx.instance.config) });
-  return modelServerAround(ctx, upstream, { ...config, maxResponseBytes: config.upstream.maxResponseBytes });
+  return modelServerAround(ctx, upstream, {
+    ...config,
+    maxResponseBytes: config.upstream.maxResponseBytes,
+    translateResponses: translateResponses(ctx.instance.config),
+  });
 }

@@ -32,6 +32,8 @@ export interface ModelServerOptions {
   limits: RolloutBookLimits;
   maxResponseBytes: number;
   dropInputReasoningItems?: boolean;
+  /** `/v1/responses` calls go upstream as chat completions (vllm_model; ./responses-chat.ts). */
+  translateResponses?: boolean;
   limiter?: FifoSemaphore;
   /** Where failure lines go (stdout by default); never carries a secret. */
   log?: (line: string) => void;
@@ -56,6 +58,7 @@ export function createModelServer(options: ModelServerOptions): ModelServer {
     log: (line) => log(`[${options.name}] ${options.upstream.redact(line)}`),
     ...(options.dropInputReasoningItems ? { dropInputReasoningItems: true } : {}),
     ...(options.limiter ? { limiter: options.limiter } : {}),
+    ...(options.translateResponses ? { translateResponses: true } : {}),
   };
   const rollouts = new RolloutBook(options.limits, () => {
     modelMetrics.rolloutsExpired.inc();

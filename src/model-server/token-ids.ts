@@ -54,7 +54,8 @@ export class TokenIdSource {
     if (dialect !== 'chat') {
       throw new TokenIdCaptureUnsupported(
         `${SETTING} is on, and a /v1/responses call carries no token ids from this upstream: call ` +
-          '<model base URL>/chat/completions instead (the Responses API answer has no log-probs to read them from)',
+          '<model base URL>/chat/completions instead, or put vllm_model (without is_responses_native) in front of vLLM, ' +
+          'which sends it as a chat completion (the Responses API answer has no log-probs to read them from)',
       );
     }
     if (body.n !== undefined && body.n !== null && body.n !== 1) {

@@ -12,7 +12,10 @@
  *
  * so a later call's prompt starts with an earlier call's prompt + generation exactly when the caller appended. The
  * answer is `reply to: <last message>`; each token's log-prob is a deterministic function of its id and position.
- * A last message containing `CUT` (streamed) sends the first chunk and then destroys the connection; a body without
+ * A last message containing `CUT` (streamed) sends the first chunk and then destroys the connection; one containing
+ * `FAIL` answers HTTP 400 as vLLM refuses a request; one containing `TOOL` (with tools) answers a call of the first
+ * tool, `{"by":1}`, as vLLM's tool parser does; one containing `THINK` adds `reasoning_content` (whole answers). A
+ * streamed call with `stream_options.include_usage` ends with a usage chunk. A body without
  * `return_tokens_as_token_ids` gets plain token strings, as vLLM answers then.
  */
 import http from 'node:http';
@@ -74,14 +77,32 @@ function logprobEntries(generation: readonly number[], start: number, asIds: boo
   }));
 }
 
+export const TOOL_ARGUMENTS = '{"by":1}';
+
+/** The tool a `TOOL` message calls: the first of the body's tools, or undefined. */
+function toolCalled(body: Record<string, unknown>, messages: Message[]): string | undefined {
+  if (!messages.at(-1)?.content.includes('TOOL') || !Array.isArray(body.tools)) return undefined;
+  const first = body.tools[0] as { function?: { name?: string } } | undefined;
+  return first?.function?.name;
+}
+
 function whole(body: Record<string, unknown>, messages: Message[]): Record<string, unknown> {
   const prompt = promptIds(messages);
-  const text = answerText(messages);
+  const tool = toolCalled(body, messages);
+  const text = tool ? TOOL_ARGUMENTS : answerText(messages);
   const generation = [...ids(text), EOS];
+  const message: Record<string, unknown> = tool
+    ? {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: tool, arguments: text } }],
+      }
+    : { role: 'assistant', content: text };
+  if (messages.at(-1)?.content.includes('THINK')) message.reasoning_content = 'thinking it over';
   const choice: Record<string, unknown> = {
     index: 0,
-    message: { role: 'assistant', content: text },
-    finish_reason: 'stop',
+    message,
+    finish_reason: tool ? 'tool_calls' : 'stop',
     logprobs:
       body.logprobs === true
         ? { content: logprobEntries(generation, 0, body.return_tokens_as_token_ids === true) }
@@ -105,16 +126,23 @@ function whole(body: Record<string, unknown>, messages: Message[]): Record<strin
 /** The stream's chunks: the answer's text in two pieces, the end token, then `[DONE]`. */
 function chunks(body: Record<string, unknown>, messages: Message[]): string[] {
   const prompt = promptIds(messages);
-  const text = answerText(messages);
+  const tool = toolCalled(body, messages);
+  const text = tool ? TOOL_ARGUMENTS : answerText(messages);
   const pieces = [text.slice(0, 5), text.slice(5), ''];
   const asIds = body.return_tokens_as_token_ids === true;
   let position = 0;
   const out = pieces.map((piece, i) => {
     const generation = i === 2 ? [EOS] : ids(piece);
+    const toolDelta = (fn: Record<string, unknown>): Record<string, unknown> => ({
+      tool_calls: [{ index: 0, ...(i === 0 ? { id: 'call_1', type: 'function' } : {}), function: fn }],
+    });
+    const delta = tool
+      ? toolDelta(i === 0 ? { name: tool, arguments: piece } : { arguments: piece })
+      : { content: piece };
     const choice: Record<string, unknown> = {
       index: 0,
-      delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece },
-      finish_reason: i === 2 ? 'stop' : null,
+      delta: i === 0 ? { role: 'assistant', ...delta } : delta,
+      finish_reason: i === 2 ? (tool ? 'tool_calls' : 'stop') : null,
       logprobs: body.logprobs === true ? { content: logprobEntries(generation, position, asIds) } : null,
     };
     position += generation.length;
@@ -128,6 +156,13 @@ function chunks(body: Record<string, unknown>, messages: Message[]): string[] {
     };
     return `data: ${JSON.stringify(chunk)}\n\n`;
   });
+  const options = body.stream_options as { include_usage?: boolean } | undefined;
+  if (options?.include_usage === true) {
+    const usage = { prompt_tokens: prompt.length, completion_tokens: position, total_tokens: prompt.length + position };
+    out.push(
+      `data: ${JSON.stringify({ id: 'chatcmpl-stream', object: 'chat.completion.chunk', choices: [], usage })}\n\n`,
+    );
+  }
   return [...out, 'data: [DONE]\n\n'];
 }
 
@@ -161,6 +196,11 @@ export async function startVllmUpstream(options: VllmUpstreamOptions = {}): Prom
       }
       if (url !== '/v1/chat/completions') {
         res.writeHead(404).end();
+        return;
+      }
+      if (messages.at(-1)?.content.includes('FAIL')) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'error', message: 'FAIL asked for', type: 'BadRequestError', code: 400 }));
         return;
       }
       if (body.stream !== true) {

@@ -1,13 +1,14 @@
 /**
  * What a call to `gguf_model` asks for, read from either dialect's body into one shape: the chat messages the model's
  * template renders, the tools it shows, and the sampling. Chat completions are taken as OpenAI defines them (with
- * vLLM's `top_k`, `min_p` and `return_token_ids`); a Responses call is turned into the same chat messages
- * (`instructions` as the system message, `function_call` items as assistant tool calls, `function_call_output` as
- * tool messages). Anything the engine cannot honour is refused with a 400 naming the field, never ignored.
+ * vLLM's `top_k`, `min_p` and `return_token_ids`); a Responses call is turned into the same chat messages and tools
+ * by the translation vllm_model uses (../responses-chat.ts). Anything the engine cannot honour is refused with a 400
+ * naming the field, never ignored.
  */
 import { randomInt } from 'node:crypto';
 import { isRecord } from '../../contract/records.js';
 import type { Dialect } from '../records.js';
+import { chatTools, contentText, inputMessages } from '../responses-chat.js';
 import { GenerationRefused, type Sampling } from './engine.js';
 
 export interface GenerationRequest {
@@ -84,19 +85,6 @@ function refuseStop(body: Record<string, unknown>): void {
   );
 }
 
-/** Text of a message's content: a string, or the text of its parts (`text`, `input_text`, `output_text`). */
-function contentText(content: unknown, where: string): string {
-  if (typeof content === 'string') return content;
-  if (content === undefined || content === null) return '';
-  if (!Array.isArray(content)) refuse(`${where}.content must be a string or a list of text parts`);
-  return content
-    .map((part, i) => {
-      if (isRecord(part) && typeof part.text === 'string') return part.text;
-      return refuse(`${where}.content[${i}] is not a text part (gguf_model reads text only)`);
-    })
-    .join('');
-}
-
 function formatOf(format: unknown, where: string): Sampling['format'] {
   if (format === undefined || format === null) return undefined;
   if (!isRecord(format)) return refuse(`${where} must be an object`);
@@ -147,53 +135,13 @@ export function chatRequest(body: Record<string, unknown>): GenerationRequest {
   };
 }
 
-/** A Responses call's input items as chat messages. */
-function inputMessages(input: unknown, instructions: unknown): Record<string, unknown>[] {
-  const messages: Record<string, unknown>[] = [];
-  if (typeof instructions === 'string' && instructions !== '') messages.push({ role: 'system', content: instructions });
-  if (typeof input === 'string') return [...messages, { role: 'user', content: input }];
-  if (!Array.isArray(input)) refuse('input must be a string or a list of items');
-  input.forEach((item, i) => {
-    const where = `input[${i}]`;
-    if (!isRecord(item)) refuse(`${where} must be an object`);
-    const type = item.type ?? 'message';
-    if (type === 'message') {
-      if (typeof item.role !== 'string') refuse(`${where}.role must be a string`);
-      messages.push({ role: item.role, content: contentText(item.content, where) });
-    } else if (type === 'function_call') {
-      const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } };
-      const last = messages[messages.length - 1];
-      // Parallel calls of one turn are one assistant message with several tool calls.
-      if (last?.role === 'assistant' && Array.isArray(last.tool_calls) && last.content === '') {
-        (last.tool_calls as unknown[]).push(call);
-      } else messages.push({ role: 'assistant', content: '', tool_calls: [call] });
-    } else if (type === 'function_call_output') {
-      messages.push({ role: 'tool', tool_call_id: item.call_id, content: contentText(item.output, `${where}.output`) });
-    } else if (type !== 'reasoning') {
-      refuse(
-        `${where}.type ${JSON.stringify(type)} is not read by gguf_model (message, function_call, function_call_output)`,
-      );
-    }
-  });
-  if (messages.length === 0) refuse('input has no items');
-  return messages;
-}
-
 export function responsesRequest(body: Record<string, unknown>): GenerationRequest {
   refuseStop(body);
-  const tools = Array.isArray(body.tools)
-    ? body.tools
-        .filter((tool) => isRecord(tool) && tool.type === 'function')
-        .map((tool) => {
-          const { type: _type, ...fn } = tool as Record<string, unknown>;
-          return { type: 'function', function: fn };
-        })
-    : undefined;
   const text = isRecord(body.text) ? body.text : {};
   return {
     dialect: 'responses',
     messages: inputMessages(body.input, body.instructions),
-    tools,
+    tools: chatTools(body.tools),
     sampling: sampling(body, positiveInteger(body, 'max_output_tokens'), 0, formatOf(text.format, 'text.format')),
     stream: body.stream === true,
     logprobs: false,

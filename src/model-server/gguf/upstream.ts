@@ -16,6 +16,7 @@ import { parseBoundedJson } from '../../bounded-json/index.js';
 import { isRecord } from '../../contract/records.js';
 import { HttpTransportError, type HttpResponse } from '../../http/client.js';
 import type { StreamingResponse } from '../../http/stream-client.js';
+import { ResponsesRequestRefused } from '../responses-chat.js';
 import { TokenIdSource, TokenIdsMalformed } from '../token-ids.js';
 import type { Upstream, UpstreamCall } from '../upstream.js';
 import { GenerationRefused, type FinishReason, type GeneratedToken, type GgufEngine } from './engine.js';
@@ -97,7 +98,9 @@ export class GgufUpstream implements Upstream {
       request = call.dialect === 'chat' ? chatRequest(body) : responsesRequest(body);
       prompt = this.engine.prompt(request.messages, request.tools);
     } catch (err) {
-      if (err instanceof GenerationRefused || err instanceof SyntaxError) return { refused: err.message };
+      if (err instanceof GenerationRefused || err instanceof ResponsesRequestRefused || err instanceof SyntaxError) {
+        return { refused: err.message };
+      }
       throw err;
     }
     const run = new Run(this.engine, this.options.model, prompt, request, signal, () => controller.abort());
