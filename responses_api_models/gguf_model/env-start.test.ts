@@ -15,9 +15,8 @@ import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply } from '../../src/testing/counter-brain.js';
 import { assistantMessage, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
+import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
 import { DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
-import { eventually } from '../../test/support/wait.js';
 
 const runtimeMissing = ((): string | undefined => {
   try {
@@ -77,10 +76,8 @@ interface Collected {
 /** `gym env start` with the counter environment, `gguf_model` on `modelPath` and a capturing remote agent. */
 async function collect(dir: string, modelPath: string, serviceUrl: string): Promise<Collected> {
   const headPort = await findFreePort();
-  const start: RunningGym = spawnGym(
+  const env = await startGymEnv(
     [
-      'env',
-      'start',
       `+config_paths=[${path.join(installRoot(), 'counter_remote.yaml')},${CONFIG}]`,
       `${AGENT}.agent_base_url=${serviceUrl}`,
       `${AGENT}.model_server={type: responses_api_models, name: policy_model}`,
@@ -88,22 +85,10 @@ async function collect(dir: string, modelPath: string, serviceUrl: string): Prom
       `++policy_model_path=${modelPath}`,
       '++policy_model.responses_api_models.gguf_model.threads=1',
       `++head_server.port=${headPort}`,
-      `++nemo_gym_log_dir=${path.join(dir, 'logs')}`,
     ],
-    { cwd: dir },
+    { cwd: dir, logDir: path.join(dir, 'logs'), servers: 3, timeoutMs: 180_000 },
   );
-  const stop = async (): Promise<void> => {
-    start.child.kill('SIGINT');
-    await start.result;
-  };
-  cleanups.push(stop);
-  let startOut = '';
-  start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
-  await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
-    what: 'gym env start to be ready',
-    timeoutMs: 180_000,
-  });
-  assert.match(startOut, /3 \/ 3 servers ready/, `${startOut}\n${start.stderr()}`);
+  cleanups.push(env.stop);
   const run = await runGym(
     [
       'eval',
@@ -127,7 +112,7 @@ async function collect(dir: string, modelPath: string, serviceUrl: string): Prom
     },
   );
   assert.equal(exported.code, 0, `${exported.stdout}\n${exported.stderr}`);
-  await stop();
+  await env.stop();
   return {
     rows: readJsonl(path.join(dir, 'out/rollouts.jsonl')),
     samples: readJsonl(path.join(dir, 'out/train.jsonl')),

@@ -13,9 +13,8 @@ import { request } from '../../src/http/client.js';
 import type { ModelCallCapture } from '../../src/model-server/records.js';
 import { counterTaskReply } from '../../src/testing/counter-brain.js';
 import { startScriptedService, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
+import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../test/support/scripted-upstream.js';
-import { eventually } from '../../test/support/wait.js';
 
 const API_KEY = `sk-envstart-${process.pid}-${Date.now()}-s3cr3t`;
 
@@ -68,18 +67,8 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
   ];
   const logDir = path.join(dir, 'logs');
   const env = { POLICY_KEY: API_KEY };
-  const start: RunningGym = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${logDir}`], { cwd: dir, env });
-  cleanups.push(async () => {
-    start.child.kill('SIGINT');
-    await start.result;
-  });
-  let startOut = '';
-  start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
-  await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
-    what: 'gym env start to be ready',
-    timeoutMs: 120_000,
-  });
-  assert.match(startOut, /3 \/ 3 servers ready/, `${startOut}\n${start.stderr()}`);
+  const start = await startGymEnv(config, { cwd: dir, env, logDir, servers: 3 });
+  cleanups.push(start.stop);
 
   const run = await runGym(
     [
@@ -150,9 +139,8 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
     /Model calls \(\d+, rollout id 0-0\):\n {2}call \d+ {2}served-model \(chat\) {2}HTTP 200 {2}4 in, 7 out {2}\d+ ms\n/,
   );
 
-  start.child.kill('SIGINT');
-  await start.result;
-  const seen = run.stdout + run.stderr + startOut + start.stderr() + profile.stdout + explained.stdout;
+  await start.stop();
+  const seen = run.stdout + run.stderr + start.stdout() + start.gym.stderr() + profile.stdout + explained.stdout;
   assert.ok(!seen.includes(API_KEY), 'the key appears in no command output');
   for (const file of filesUnder(dir))
     assert.ok(!readFileSync(file, 'latin1').includes(API_KEY), `the key appears in ${file}`);

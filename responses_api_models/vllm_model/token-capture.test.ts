@@ -20,7 +20,7 @@ import {
   startScriptedService,
   type ServiceCall,
 } from '../../src/testing/index.js';
-import { readJsonl, runGym, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
+import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
 import {
   answerText,
   EOS,
@@ -30,7 +30,6 @@ import {
   startVllmUpstream,
   type VllmUpstream,
 } from '../../test/support/vllm-upstream.js';
-import { eventually } from '../../test/support/wait.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 after(async () => {
@@ -115,20 +114,8 @@ test('vllm_model under gym env start: 33 concurrent rollouts, each row carries i
     '++policy_model_name=served-model',
     `++head_server.port=${headPort}`,
   ];
-  const start: RunningGym = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${path.join(dir, 'logs')}`], {
-    cwd: dir,
-  });
-  cleanups.push(async () => {
-    start.child.kill('SIGINT');
-    await start.result;
-  });
-  let startOut = '';
-  start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
-  await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
-    what: 'gym env start to be ready',
-    timeoutMs: 120_000,
-  });
-  assert.match(startOut, /3 \/ 3 servers ready/, `${startOut}\n${start.stderr()}`);
+  const start = await startGymEnv(config, { cwd: dir, logDir: path.join(dir, 'logs'), servers: 3 });
+  cleanups.push(start.stop);
 
   const run = await runGym(
     [

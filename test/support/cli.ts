@@ -57,9 +57,9 @@ export function runGym(args: readonly string[], options: GymOptions): Promise<Gy
 export interface StartedEnv {
   gym: RunningGym;
   /** Everything written to stdout so far. */
-  stdout(): string;
+  stdout: () => string;
   /** SIGINT, then its exit; safe to call more than once. */
-  stop(): Promise<GymResult>;
+  stop: () => Promise<GymResult>;
 }
 
 /**
