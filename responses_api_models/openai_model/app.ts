@@ -16,5 +16,7 @@ export const OPENAI_MODEL_KEYS = {
 if (isMainModule(import.meta.url)) {
   // Token ids, when a rollout asks for them, as llama-server gives them (`logprobs.content[i].id`); an upstream that
   // gives none (OpenAI's API) fails such a call naming token_id_capture.
-  void serveInstance((ctx) => modelServerFromInstance(ctx, OPENAI_MODEL_KEYS, undefined, () => 'llama_server').app);
+  void serveInstance(
+    (ctx) => modelServerFromInstance(ctx, OPENAI_MODEL_KEYS, { tokenIdShape: () => 'llama_server' }).app,
+  );
 }

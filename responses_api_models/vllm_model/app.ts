@@ -62,6 +62,11 @@ export function vllmTranslatesResponses(inner: Record<string, unknown>): boolean
 if (isMainModule(import.meta.url)) {
   void serveInstance(
     (ctx) =>
-      modelServerFromInstance(ctx, VLLM_MODEL_KEYS, prepareVllmBlock, vllmTokenIdShape, vllmTranslatesResponses).app,
+      modelServerFromInstance(ctx, VLLM_MODEL_KEYS, {
+        prepare: prepareVllmBlock,
+        tokenIdShape: vllmTokenIdShape,
+        translateResponses: vllmTranslatesResponses,
+        tokensOnAnswer: (inner) => inner.return_token_id_information === true,
+      }).app,
   );
 }

@@ -34,6 +34,7 @@ import {
   TokenIdCaptureUnsupported,
   TokenIdsMalformed,
   type AnswerTokens,
+  type CapturedTokens,
 } from './token-ids.js';
 import type { Upstream } from './upstream.js';
 
@@ -52,6 +53,12 @@ export interface CallContext {
    * answer comes back as a Responses object (./responses-chat.ts), as the reference's vllm_model does.
    */
   translateResponses?: boolean;
+  /**
+   * vllm_model's `return_token_id_information`, as the reference gives it: every whole chat call asks the upstream for
+   * token ids, and the answer carries them on `choices[0].message` (a translated Responses answer: on its last output
+   * item) as `prompt_token_ids`, `generation_token_ids`, `generation_log_probs`; the transport fields are dropped.
+   */
+  tokensOnAnswer?: boolean;
 }
 
 const EXCERPT_CHARS = 500;
@@ -156,9 +163,13 @@ export async function modelCall(
   const wire: Dialect = translated ? 'chat' : dialect;
   const wireBody = translated ? translateRequest(translated) : body;
   const recorder = new CallRecorder(ctx, rollout, dialect);
+  const bundle = ctx.tokensOnAnswer === true && wire === 'chat' && body.stream !== true;
   let release: (() => void) | undefined;
   try {
-    const capture = captureTokens ? startCapture(recorder, ctx, wireBody, wire, req.signal) : undefined;
+    const capture =
+      captureTokens || bundle
+        ? startCapture(recorder, ctx, wireBody, wire, req.signal, { record: captureTokens, bundle })
+        : undefined;
     const call = { dialect: wire, body: upstreamBody(capture?.sent ?? wireBody, wire, ctx), signal: req.signal };
     release = await ctx.limiter?.acquire(req.signal);
     if (body.stream !== true) {
@@ -198,18 +209,24 @@ function upstreamBody(body: Record<string, unknown>, dialect: Dialect, ctx: Call
 /** A captured call in progress: the body sent for it, and how its ids are read back. */
 interface TokenCapture {
   sent: Record<string, unknown>;
-  read(tokens: AnswerTokens, outputItems: Record<string, unknown>[]): Promise<void>;
+  /** The ids go on the answer too (`tokensOnAnswer`). */
+  bundle: boolean;
+  read(tokens: AnswerTokens, outputItems: Record<string, unknown>[]): Promise<CapturedTokens>;
 }
 
-/** Set a captured call up, or fail it (`token_id_capture_unsupported`) when its upstream or shape gives no ids. */
+/**
+ * Set a captured call up, or fail it (`token_id_capture_unsupported`) when its upstream or shape gives no ids. `record`:
+ * the ids go on the rollout's record (the training-token-capture path); `bundle`: on the answer.
+ */
 function startCapture(
   recorder: CallRecorder,
   ctx: CallContext,
   body: Record<string, unknown>,
   dialect: Dialect,
   signal: AbortSignal,
+  { record, bundle }: { record: boolean; bundle: boolean },
 ): TokenCapture {
-  recorder.record.token_id_capture = true;
+  if (record) recorder.record.token_id_capture = true;
   const source = ctx.upstream.tokenIds;
   if (!source) {
     throw new CallFailure(
@@ -224,9 +241,11 @@ function startCapture(
   const withModel = { ...sent, model: ctx.upstream.model };
   return {
     sent,
+    bundle,
     read: async (tokens, outputItems) => {
       const captured = await guardCaptureAsync(() => source.read(tokens, withModel, signal));
-      Object.assign(recorder.record, captured, { output_items: outputItems });
+      if (record) Object.assign(recorder.record, captured, { output_items: outputItems });
+      return captured;
     },
   };
 }
@@ -309,20 +328,45 @@ async function bufferedAnswer(
   record.response_status = typeof answer.status === 'string' ? answer.status : null;
   record.finish_reason = finishReasonOf(answer);
   recorder.tokens(usageOf(answer.usage));
-  if (capture)
-    await capture.read(
-      guardCapture(() => answerTokens(answer)),
-      chatOutputItems(answer),
-    );
+  const captured = capture
+    ? await capture.read(
+        guardCapture(() => answerTokens(answer)),
+        chatOutputItems(answer),
+      )
+    : undefined;
+  const bundle = capture?.bundle === true ? captured : undefined;
+  if (bundle) moveTokensOntoMessage(answer, bundle);
   if (translated) {
     const response = chatAnswerToResponse(answer, translated, ctx.upstream.model);
+    if (bundle) tokensOnLastItem(response, bundle);
     record.response_id = response.id as string;
     record.response_status = response.status as string;
     recorder.finish(res.status, null);
     return { status: res.status, body: response };
   }
   recorder.finish(res.status, null);
+  if (bundle) return { status: res.status, body: answer };
   return { status: res.status, raw: res.body, contentType: 'application/json' };
+}
+
+/**
+ * The reference's training message: the ids on `choices[0].message`, the transport fields they came in (the
+ * log-probs, vLLM's top-level and per-choice ids) dropped, as its vllm_model does.
+ */
+function moveTokensOntoMessage(answer: Record<string, unknown>, tokens: CapturedTokens): void {
+  delete answer.prompt_token_ids;
+  const choice = Array.isArray(answer.choices) && isRecord(answer.choices[0]) ? answer.choices[0] : undefined;
+  if (!choice) return;
+  delete choice.logprobs;
+  delete choice.token_ids;
+  if (isRecord(choice.message)) Object.assign(choice.message, tokens);
+}
+
+/** A translated answer's ids go on its last output item, the one the generation ended with (the reference's place). */
+function tokensOnLastItem(response: Record<string, unknown>, tokens: CapturedTokens): void {
+  const output = Array.isArray(response.output) ? response.output : [];
+  const last: unknown = output[output.length - 1];
+  if (isRecord(last)) Object.assign(last, tokens);
 }
 
 function parseAnswer(body: Buffer): Record<string, unknown> {

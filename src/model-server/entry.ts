@@ -25,6 +25,7 @@ export function modelServerAround(
     dropInputReasoningItems: boolean;
     maxConcurrentRequests: number | null;
     translateResponses?: boolean;
+    tokensOnAnswer?: boolean;
   },
 ): ModelServer {
   return createModelServer({
@@ -34,30 +35,36 @@ export function modelServerAround(
     maxResponseBytes: settings.maxResponseBytes,
     dropInputReasoningItems: settings.dropInputReasoningItems,
     translateResponses: settings.translateResponses === true,
+    tokensOnAnswer: settings.tokensOnAnswer === true,
     ...(settings.maxConcurrentRequests !== null ? { limiter: new FifoSemaphore(settings.maxConcurrentRequests) } : {}),
   });
 }
 
-/**
- * `prepare` maps the implementation's own keys onto the shared ones (or refuses settings it accepts but cannot honour
- * yet, throwing a ConfigError); `tokenIdShape` says how the upstream gives token ids for `token_id_capture`, from the
- * block (undefined: it gives none, and a captured call through it fails naming the setting); `translateResponses`
- * says whether `/v1/responses` calls go upstream as chat completions (vllm_model unless `is_responses_native`).
- */
+/** How an implementation's block differs from the shared engine's, each read from the block. */
+export interface ImplementationHooks {
+  /** Map the implementation's own keys onto the shared ones, or refuse settings it cannot honour (ConfigError). */
+  prepare?: (inner: Record<string, unknown>, where: (key: string) => string) => Record<string, unknown>;
+  /** How the upstream gives token ids for `token_id_capture`; undefined: it gives none (a captured call fails). */
+  tokenIdShape?: (inner: Record<string, unknown>) => TokenIdShape | undefined;
+  /** `/v1/responses` calls go upstream as chat completions (vllm_model unless `is_responses_native`). */
+  translateResponses?: (inner: Record<string, unknown>) => boolean;
+  /** Every whole chat answer carries its token ids, as the reference's `return_token_id_information` gives them. */
+  tokensOnAnswer?: (inner: Record<string, unknown>) => boolean;
+}
+
 export function modelServerFromInstance(
   ctx: ServeContext,
   keys: UpstreamKeys,
-  prepare: (inner: Record<string, unknown>, where: (key: string) => string) => Record<string, unknown> = (inner) =>
-    inner,
-  tokenIdShape: (inner: Record<string, unknown>) => TokenIdShape | undefined = () => undefined,
-  translateResponses: (inner: Record<string, unknown>) => boolean = () => false,
+  hooks: ImplementationHooks = {},
 ): ModelServer {
   const where = keyPath(ctx);
-  const config = parseModelServerConfig(prepare(ctx.instance.config, where), keys, where);
-  const upstream = new OpenAiUpstream({ ...config.upstream, tokenIdShape: tokenIdShape(ctx.instance.config) });
+  const inner = ctx.instance.config;
+  const config = parseModelServerConfig(hooks.prepare ? hooks.prepare(inner, where) : inner, keys, where);
+  const upstream = new OpenAiUpstream({ ...config.upstream, tokenIdShape: hooks.tokenIdShape?.(inner) });
   return modelServerAround(ctx, upstream, {
     ...config,
     maxResponseBytes: config.upstream.maxResponseBytes,
-    translateResponses: translateResponses(ctx.instance.config),
+    translateResponses: hooks.translateResponses?.(inner) === true,
+    tokensOnAnswer: hooks.tokensOnAnswer?.(inner) === true,
   });
 }

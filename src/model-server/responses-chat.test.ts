@@ -313,3 +313,65 @@ describe('vllm_model: /v1/responses as chat completions', () => {
     assert.equal(upstream.requests.length, before);
   });
 });
+
+describe("vllm_model with return_token_id_information: the ids on the answer, as the reference's", () => {
+  let bundled: ModelServer;
+  let bundledListening: Listening;
+
+  before(async () => {
+    bundled = createModelServer({
+      name: 'policy_model',
+      upstream: new OpenAiUpstream({
+        baseUrl: upstream.url,
+        apiKey: undefined,
+        model: 'served',
+        defaultHeaders: {},
+        extraBody: {},
+        timeoutMs: 60_000,
+        maxResponseBytes: 8 * 1024 * 1024,
+        tokenIdShape: 'vllm',
+      }),
+      limits: { maxOpen: 100, maxCallsPerRollout: 100, idleMs: 600_000 },
+      maxResponseBytes: 8 * 1024 * 1024,
+      translateResponses: true,
+      tokensOnAnswer: true,
+      log: () => {},
+    });
+    bundledListening = await bundled.app.listen(0);
+  });
+
+  after(async () => {
+    bundled.close();
+    await bundledListening.close();
+  });
+
+  it('puts them on the chat message and drops the transport fields', async () => {
+    const messages = [{ role: 'user', content: 'hello there' }];
+    const res = await post(`${bundledListening.url}/v1/chat/completions`, { model: 'x', messages });
+    assert.equal(res.status, 200, res.text);
+    const answer = JSON.parse(res.text) as Record<string, unknown> & {
+      choices: (Record<string, unknown> & { message: Record<string, unknown> })[];
+    };
+    const generated = [...ids(`reply to: hello there`), EOS];
+    assert.deepEqual(answer.choices[0]!.message.prompt_token_ids, promptIds(messages));
+    assert.deepEqual(answer.choices[0]!.message.generation_token_ids, generated);
+    assert.deepEqual(
+      answer.choices[0]!.message.generation_log_probs,
+      generated.map((id, i) => logProbOf(id, i)),
+    );
+    assert.equal(answer.choices[0]!.message.content, 'reply to: hello there');
+    assert.equal(answer.prompt_token_ids, undefined);
+    assert.equal(answer.choices[0]!.logprobs, undefined);
+    assert.equal(answer.choices[0]!.token_ids, undefined);
+  });
+
+  it("puts them on a translated answer's last output item", async () => {
+    const res = await post(`${bundledListening.url}/v1/responses`, { model: 'x', input: 'hello there' });
+    assert.equal(res.status, 200, res.text);
+    const response = JSON.parse(res.text) as { output: Record<string, unknown>[] };
+    const last = response.output.at(-1)!;
+    assert.deepEqual(last.prompt_token_ids, promptIds([{ role: 'user', content: 'hello there' }]));
+    assert.deepEqual(last.generation_token_ids, [...ids('reply to: hello there'), EOS]);
+    assert.equal((last.generation_log_probs as number[]).length, (last.generation_token_ids).length);
+  });
+});

@@ -34,6 +34,8 @@ export interface ModelServerOptions {
   dropInputReasoningItems?: boolean;
   /** `/v1/responses` calls go upstream as chat completions (vllm_model; ./responses-chat.ts). */
   translateResponses?: boolean;
+  /** Every whole chat answer carries its token ids on its message (the reference's `return_token_id_information`). */
+  tokensOnAnswer?: boolean;
   limiter?: FifoSemaphore;
   /** Where failure lines go (stdout by default); never carries a secret. */
   log?: (line: string) => void;
@@ -59,6 +61,7 @@ export function createModelServer(options: ModelServerOptions): ModelServer {
     ...(options.dropInputReasoningItems ? { dropInputReasoningItems: true } : {}),
     ...(options.limiter ? { limiter: options.limiter } : {}),
     ...(options.translateResponses ? { translateResponses: true } : {}),
+    ...(options.tokensOnAnswer ? { tokensOnAnswer: true } : {}),
   };
   const rollouts = new RolloutBook(options.limits, () => {
     modelMetrics.rolloutsExpired.inc();
