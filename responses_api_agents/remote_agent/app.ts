@@ -1,10 +1,10 @@
-import { STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
+import { MODEL_BASE_URL_HEADER, STEP_LATENCY_HEADER } from '../../src/contract/gym-wire.js';
 import { validateCreateParams } from '../../src/contract/index.js';
 import { resolveRef } from '../../src/config/index.js';
 import { RetryableRolloutError } from '../../src/errors.js';
 import { CookieJar } from '../../src/http/cookies.js';
 import { HttpError, type App, type GymReply, type GymRequest } from '../../src/http/server.js';
-import { createAgentServer, FifoSemaphore } from '../../src/server/agent-server.js';
+import { createAgentServer, FifoSemaphore, type RolloutPath } from '../../src/server/agent-server.js';
 import { isMainModule, serveInstance } from '../../src/server/serve.js';
 import { withRunBudget } from '../../src/rollout/budget.js';
 import { parseRemoteAgentConfig } from './config.js';
@@ -13,7 +13,7 @@ import { ResourcesClient, ResourcesJar, VerifiedRow } from '../../src/rollout/re
 import { AgentLog, type LogSink } from '../../src/rollout/log.js';
 import { rejectRunBody, runRollout, runServiceLoop, type RolloutContext } from '../../src/rollout/rollout.js';
 import { ServiceClient } from '../../src/rollout/service-client.js';
-import type { ModelServerTarget } from '../../src/rollout/model-capture.js';
+import { rolloutModelBaseUrl, type ModelServerTarget } from '../../src/rollout/model-capture.js';
 import { encodeResponse } from '../../src/rollout/step-body.js';
 import { RolloutRegistry } from '../../src/rollout/status.js';
 import { Trajectory } from '../../src/rollout/trajectory.js';
@@ -81,7 +81,7 @@ export function createRemoteAgent(options: RemoteAgentOptions): RemoteAgent {
         : { body: result };
     },
 
-    responses: (req) => liveResponses(req, ctx),
+    responses: (req, rollout) => liveResponses(req, ctx, rollout),
 
     async aggregateMetrics(req) {
       const resources = ctx.resources;
@@ -131,8 +131,13 @@ function rolloutContext(options: RemoteAgentOptions, registry: RolloutRegistry):
   };
 }
 
-/** `POST /v1/responses`: the loop run live on the caller's environment session, answered as one response. */
-async function liveResponses(req: GymRequest, ctx: RolloutContext): Promise<GymReply> {
+/**
+ * `POST /v1/responses`: the loop run live on the caller's environment session, answered as one response. Under
+ * `/ng-rollout/<id>[/training-token-capture]/v1/responses` (the reference's path) with `model_server` set, the service
+ * is handed that rollout's model URL; the caller owns the rollout on the model server (opens it before, closes it
+ * after, and reads its calls there), as the remote agent does for `/run`.
+ */
+async function liveResponses(req: GymRequest, ctx: RolloutContext, rollout?: RolloutPath): Promise<GymReply> {
   const { config } = ctx;
   const params = validateCreateParams(req.json());
   if (!params.ok) {
@@ -154,6 +159,9 @@ async function liveResponses(req: GymRequest, ctx: RolloutContext): Promise<GymR
           resourcesJar,
           maxSteps: config.maxSteps,
           budget,
+          ...(rollout && ctx.modelServer
+            ? { serviceHeaders: { [MODEL_BASE_URL_HEADER]: rolloutModelBaseUrl(ctx.modelServer.url, rollout) } }
+            : {}),
         },
         trajectory,
       ),

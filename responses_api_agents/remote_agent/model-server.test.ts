@@ -197,6 +197,45 @@ describe('remote agent with model_server', () => {
     }
   });
 
+  it("the live route under /ng-rollout/<id>/ hands the service that rollout's model URL; the caller owns the rollout", async () => {
+    const harness = await harnessWith(twoCalls);
+    try {
+      const body = { input: [{ role: 'user', content: 'live one' }] };
+      // The caller opens the rollout on the model server, calls the agent under its id, then closes it.
+      assert.equal(
+        (await request(`${modelListening.url}/ng-rollout/live-7/open`, { method: 'POST', json: {}, timeoutMs: 60_000 }))
+          .status,
+        200,
+      );
+      const res = await harness.post<{ output: { content?: { text: string }[] }[] }>(
+        '/ng-rollout/live-7/v1/responses',
+        body,
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.output.at(-1)!.content![0]!.text, `done via ${modelListening.url}/ng-rollout/live-7/v1`);
+      const closed = await request(`${modelListening.url}/ng-rollout/live-7/close`, {
+        method: 'POST',
+        json: {},
+        timeoutMs: 60_000,
+      });
+      assert.equal((closed.json() as ModelCallCapture).calls.length, 2);
+      const captured = await harness.post<{ output: { content?: { text: string }[] }[] }>(
+        '/ng-rollout/live-8/training-token-capture/v1/responses',
+        body,
+      );
+      // Not opened by its caller: the service's calls are refused (404), never recorded elsewhere, and it fails.
+      assert.equal(captured.status, 500, JSON.stringify(captured.body));
+      assert.match(JSON.stringify(captured.body), /model calls failed: 404 404/);
+      const plain = await harness.post('/v1/responses', { input: [{ role: 'user', content: 'no rollout' }] });
+      assert.equal(plain.status, 500, 'the plain live route hands no model URL, and this service needs one');
+      assert.match(JSON.stringify(plain.body), /no model base URL was given/);
+      const bad = await harness.post('/ng-rollout/.hidden/v1/responses', body);
+      assert.equal(bad.status, 404);
+    } finally {
+      await harness.close();
+    }
+  });
+
   it('without model_server the service is told nothing and rows carry no capture', async () => {
     const seen: (string | undefined)[] = [];
     const service = await serve(

@@ -32,6 +32,12 @@ export interface ModelServerTarget {
   tokenIdCapture?: boolean;
 }
 
+/** The base URL a service is handed for a rollout's model calls (the reference's `/ng-rollout/<id>/…` shape). */
+export function rolloutModelBaseUrl(modelServerUrl: string, rollout: { id: string; tokenCapture: boolean }): string {
+  const capture = rollout.tokenCapture ? `/${TOKEN_CAPTURE_PATH_SEGMENT}` : '';
+  return `${modelServerUrl}/ng-rollout/${rollout.id}${capture}/v1`;
+}
+
 const BOOKKEEPING_TIMEOUT_MS = 30_000;
 const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
 const KEY_SUFFIX_BYTES = 6;
@@ -54,8 +60,7 @@ export class RolloutModelCapture {
 
   /** What the service is told: where this rollout's model calls go. */
   get modelBaseUrl(): string {
-    const capture = this.tokenIdCapture ? `/${TOKEN_CAPTURE_PATH_SEGMENT}` : '';
-    return `${this.target.url}/ng-rollout/${this.key}${capture}/v1`;
+    return rolloutModelBaseUrl(this.target.url, { id: this.key, tokenCapture: this.tokenIdCapture });
   }
 
   get tokenIdCapture(): boolean {

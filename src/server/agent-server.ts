@@ -22,9 +22,21 @@ export interface AgentServerSpec {
   /** Instance name, used in logs. */
   name: string;
   run: (req: GymRequest) => Promise<GymReply>;
-  responses: (req: GymRequest) => Promise<GymReply>;
+  /** `/v1/responses`; under `/ng-rollout/<id>[/training-token-capture]/v1/responses`, with that rollout. */
+  responses: (req: GymRequest, rollout?: RolloutPath) => Promise<GymReply>;
   aggregateMetrics: (req: GymRequest) => Promise<GymReply>;
 }
+
+/** The rollout a call names in its path (the reference's `/ng-rollout/<id>/…`): its model calls go under that id. */
+export interface RolloutPath {
+  id: string;
+  /** The path went through `training-token-capture`: the rollout's model calls record their token ids. */
+  tokenCapture: boolean;
+}
+
+// The reference's rollout ids: a path segment of letters, digits, '.', '-', '_', starting with a letter or digit.
+const ROLLOUT_RESPONSES =
+  /^\/ng-rollout\/([A-Za-z0-9][A-Za-z0-9._-]{0,199})(\/training-token-capture)?\/v1\/responses$/;
 
 /** The JSON body of a failed agent route. */
 export interface AgentErrorBody {
@@ -50,7 +62,16 @@ export function createAgentServer(spec: AgentServerSpec): App {
     };
   app.get('/', () => ({ body: { status: 'ok' } }));
   app.post('/run', guarded(spec.run));
-  app.post('/v1/responses', guarded(spec.responses));
+  app.post(
+    '/v1/responses',
+    guarded((req) => spec.responses(req)),
+  );
+  app.use((req, next) => {
+    const match = req.method === 'POST' ? ROLLOUT_RESPONSES.exec(req.path) : null;
+    if (!match) return next();
+    const rollout = { id: match[1]!, tokenCapture: match[2] !== undefined };
+    return guarded((r) => spec.responses(r, rollout))(req);
+  });
   app.post('/aggregate_metrics', guarded(spec.aggregateMetrics));
   serveMetrics(app);
   return app;
