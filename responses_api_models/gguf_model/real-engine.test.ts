@@ -79,7 +79,9 @@ before(async () => {
     log: () => {},
   });
   listening = await server.app.listen(0);
-  const runtime = (await import('node-llama-cpp')) as unknown as ReferenceRuntime;
+  // Through a variable: node-llama-cpp is an optional peer dependency, absent when the project compiles.
+  const runtimePackage = 'node-llama-cpp';
+  const runtime = (await import(runtimePackage)) as ReferenceRuntime;
   const llama = await runtime.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
   const model = await llama.loadModel({ modelPath: modelFile });
   reference = { model, dispose: async () => (await model.dispose(), await llama.dispose()) };
