@@ -372,6 +372,6 @@ describe("vllm_model with return_token_id_information: the ids on the answer, as
     const last = response.output.at(-1)!;
     assert.deepEqual(last.prompt_token_ids, promptIds([{ role: 'user', content: 'hello there' }]));
     assert.deepEqual(last.generation_token_ids, [...ids('reply to: hello there'), EOS]);
-    assert.equal((last.generation_log_probs as number[]).length, (last.generation_token_ids).length);
+    assert.equal((last.generation_log_probs as number[]).length, last.generation_token_ids.length);
   });
 });
