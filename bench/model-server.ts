@@ -34,7 +34,7 @@ import { MIB, type BenchContext } from './scenario-kit.js';
  */
 
 const NAME = '10. model server';
-const WARM_UP_CALLS = 200;
+const WARM_UP_CALLS = 2500;
 const ROUNDS = 20;
 const BLOCK = 100;
 const ROLLOUTS = 2_000;
@@ -64,6 +64,9 @@ interface Memory {
 }
 
 interface Servers {
+  /** Relays only (no token ids): the plain and rollout routes. */
+  relay: ModelServerProcess;
+  /** With return_token_id_information: the token-capture route. */
   latency: ModelServerProcess;
   bounded: ModelServerProcess;
   memoryDir: string;
@@ -102,7 +105,7 @@ function capFor(): { cap: number; firstCalls: number } {
 }
 
 function configYaml(upstreamUrl: string, cap: number): string {
-  const block = (name: string, extra: string[]): string[] => [
+  const block = (name: string, extra: string[], tokenIds = true): string[] => [
     `${name}:`,
     '  responses_api_models:',
     '    vllm_model:',
@@ -110,10 +113,13 @@ function configYaml(upstreamUrl: string, cap: number): string {
     `      base_url: ${upstreamUrl}`,
     "      api_key: ''",
     '      model: bench-model',
-    '      return_token_id_information: true',
+    `      return_token_id_information: ${String(tokenIds)}`,
     ...extra.map((line) => `      ${line}`),
   ];
   return [
+    // The relay alone: with return_token_id_information every whole answer would also carry its ids (the reference's
+    // behaviour), which is token work, measured separately on the capturing server.
+    ...block('bench_model_relay', [], false),
     ...block('bench_model', []),
     ...block('bench_model_bounded', [`max_open_rollouts: ${ROLLOUTS}`, `max_captured_tokens_per_rollout: ${cap}`]),
     '',
@@ -149,6 +155,7 @@ async function startServers(ctx: BenchContext, upstreamUrl: string, cap: number)
       return { url: found.url, pid: found.pid };
     };
     return {
+      relay: find('bench_model_relay'),
       latency: find('bench_model'),
       bounded: find('bench_model_bounded'),
       memoryDir,
@@ -234,18 +241,29 @@ interface VariantStats {
   calls: number;
 }
 
+/** The model servers of the latency figures: the relay alone, and one with token ids for the captured route. */
+interface LatencyServers {
+  relay: ModelServerProcess;
+  capture: ModelServerProcess;
+}
+
+/** The server a variant's calls go through (the direct ones: the relay, whose idle work is then read). */
+function serverOf(variant: Variant, servers: LatencyServers): ModelServerProcess {
+  return variant === 'captured' ? servers.capture : servers.relay;
+}
+
 function variantCall(
   variant: Variant,
   upstream: VllmUpstream,
-  server: ModelServerProcess,
+  servers: LatencyServers,
   rolloutId: string,
 ): () => Promise<HttpResponse> {
   const url = {
     direct: `${upstream.url}/chat/completions`,
     directCaptureShape: `${upstream.url}/chat/completions`,
-    plain: `${server.url}/v1/chat/completions`,
-    rollout: `${server.url}/ng-rollout/${rolloutId}-c/v1/chat/completions`,
-    captured: `${server.url}/ng-rollout/${rolloutId}-d/training-token-capture/v1/chat/completions`,
+    plain: `${servers.relay.url}/v1/chat/completions`,
+    rollout: `${servers.relay.url}/ng-rollout/${rolloutId}-c/v1/chat/completions`,
+    captured: `${servers.capture.url}/ng-rollout/${rolloutId}-d/training-token-capture/v1/chat/completions`,
   }[variant];
   const body = variant === 'directCaptureShape' ? { ...CHAT, ...CAPTURE_FIELDS } : CHAT;
   return () => postOk(url, body);
@@ -257,28 +275,29 @@ async function latencyRound(
   order: readonly Variant[],
   calls: number,
   upstream: VllmUpstream,
-  server: ModelServerProcess,
+  servers: LatencyServers,
   stats: Record<Variant, VariantStats>,
 ): Promise<void> {
   const rolloutId = `lat-${round}`;
-  await postOk(`${server.url}/ng-rollout/${rolloutId}-c/open`, {});
-  await postOk(`${server.url}/ng-rollout/${rolloutId}-d/open`, {});
+  await postOk(`${servers.relay.url}/ng-rollout/${rolloutId}-c/open`, {});
+  await postOk(`${servers.capture.url}/ng-rollout/${rolloutId}-d/open`, {});
   for (const variant of order) {
-    const call = variantCall(variant, upstream, server, rolloutId);
-    const cpuBefore = sampleProc(server.pid).cpuMs;
+    const call = variantCall(variant, upstream, servers, rolloutId);
+    const pid = serverOf(variant, servers).pid;
+    const cpuBefore = sampleProc(pid).cpuMs;
     for (let i = 0; i < calls; i++) {
       const started = performance.now();
       await call();
       stats[variant].latenciesMs.push(performance.now() - started);
     }
-    stats[variant].serverCpuMs += sampleProc(server.pid).cpuMs - cpuBefore;
+    stats[variant].serverCpuMs += sampleProc(pid).cpuMs - cpuBefore;
     stats[variant].calls += calls;
   }
   // The records are what the rollout routes exist for: each call is on its rollout, the captured ones with ids.
-  const plain = (await postOk(`${server.url}/ng-rollout/${rolloutId}-c/close`, {}).then((r) =>
+  const plain = (await postOk(`${servers.relay.url}/ng-rollout/${rolloutId}-c/close`, {}).then((r) =>
     r.json(),
   )) as ModelCallCapture;
-  const captured = (await postOk(`${server.url}/ng-rollout/${rolloutId}-d/close`, {}).then((r) =>
+  const captured = (await postOk(`${servers.capture.url}/ng-rollout/${rolloutId}-d/close`, {}).then((r) =>
     r.json(),
   )) as ModelCallCapture;
   const withIds = captured.calls.filter((c) => (c.generation_token_ids?.length ?? 0) > 0).length;
@@ -292,17 +311,17 @@ async function latencyRound(
 
 async function addedLatency(
   upstream: VllmUpstream,
-  server: ModelServerProcess,
+  servers: LatencyServers,
 ): Promise<{ figures: Figure[]; notes: string[] }> {
   const fresh = (): Record<Variant, VariantStats> =>
     byVariant((): VariantStats => ({ latenciesMs: [], serverCpuMs: 0, calls: 0 }));
-  await latencyRound(-1, VARIANTS, WARM_UP_CALLS / VARIANTS.length, upstream, server, fresh());
+  await latencyRound(-1, VARIANTS, WARM_UP_CALLS / VARIANTS.length, upstream, servers, fresh());
   const stats = fresh();
   const roundMedians: Array<Record<Variant, number>> = [];
   for (let r = 0; r < ROUNDS; r++) {
     const order = VARIANTS.map((_, i) => VARIANTS[(i + r) % VARIANTS.length]!);
     const before = Object.fromEntries(VARIANTS.map((v) => [v, stats[v].latenciesMs.length]));
-    await latencyRound(r, order, BLOCK, upstream, server, stats);
+    await latencyRound(r, order, BLOCK, upstream, servers, stats);
     roundMedians.push(byVariant((v) => median(stats[v].latenciesMs.slice(before[v]))));
   }
   const med = byVariant((v) => median(stats[v].latenciesMs));
@@ -577,7 +596,7 @@ export async function modelServerCost(ctx: BenchContext): Promise<ScenarioReport
   let servers: Servers | undefined;
   try {
     servers = await startServers(ctx, upstream.url, cap);
-    const latency = await addedLatency(upstream, servers.latency);
+    const latency = await addedLatency(upstream, { relay: servers.relay, capture: servers.latency });
     for (const note of latency.notes) ctx.log(`  ${note}`);
     const memory = await rolloutsInFlight(servers, upstream, cap, firstCalls);
     for (const note of memory.notes) ctx.log(`  ${note}`);

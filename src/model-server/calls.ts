@@ -163,7 +163,9 @@ export async function modelCall(
   const wire: Dialect = translated ? 'chat' : dialect;
   const wireBody = translated ? translateRequest(translated) : body;
   const recorder = new CallRecorder(ctx, rollout, dialect);
-  const bundle = ctx.tokensOnAnswer === true && wire === 'chat' && body.stream !== true;
+  // Not on the training-token-capture path: there the ids go on the rollout's record, and the answer is relayed as it
+  // came (its bytes untouched, which also keeps that path as cheap as before).
+  const bundle = ctx.tokensOnAnswer === true && !captureTokens && wire === 'chat' && body.stream !== true;
   let release: (() => void) | undefined;
   try {
     const capture =
