@@ -27,6 +27,7 @@ import { serverInstances } from '../../test/support/environments.js';
 import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import {
   answerText,
+  appendedHistory,
   EOS,
   ids,
   logProbOf,
@@ -44,11 +45,6 @@ const closers: Array<() => unknown> = [];
 after(async () => {
   for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
 });
-
-interface Message {
-  role: string;
-  content: string;
-}
 
 /** One service call (one rollout attempt's only one: it returns the final answer) and what its model calls got. */
 interface Invocation {
@@ -78,15 +74,6 @@ function openingOf(task: string, nth: number): string {
   return `${task} (invocation ${nth})`;
 }
 
-/** The conversation before model call k (the service appends, never rewrites). */
-function historyBefore(opening: string, k: number): Message[] {
-  const history: Message[] = [{ role: 'user', content: opening }];
-  for (let i = 0; i < k; i++) {
-    history.push({ role: 'assistant', content: answerText(history) }, { role: 'user', content: `continue ${i}` });
-  }
-  return history;
-}
-
 async function brain(call: ServiceCall): Promise<unknown> {
   const base = call.headers['x-gym-model-base-url'];
   if (typeof base !== 'string') throw new Error('no model base URL');
@@ -100,7 +87,7 @@ async function brain(call: ServiceCall): Promise<unknown> {
   for (let k = 0; k < callsFor(task); k++) {
     const res = await request(`${base}/chat/completions`, {
       method: 'POST',
-      json: { model: 'x', messages: historyBefore(opening, k) },
+      json: { model: 'x', messages: appendedHistory(opening, k) },
       timeoutMs: WAIT_MS,
     });
     invocation.statuses.push(res.status);
@@ -236,7 +223,7 @@ function assertOwnCapture(row: Row): number {
   const carriers = output.filter((item) => item.generation_token_ids);
   assert.equal(carriers.length, k, where);
   carriers.forEach((item, c) => {
-    const history = historyBefore(opening, c);
+    const history = appendedHistory(opening, c);
     const generation = [...ids(answerText(history)), EOS];
     assert.deepEqual(item.prompt_token_ids, promptIds(history), `${where} call ${c}`);
     assert.deepEqual(item.generation_token_ids, generation, `${where} call ${c}`);

@@ -9,65 +9,41 @@ import { after, before, describe, it } from 'node:test';
 import { createOpenAiDecide } from '../../examples/openai-compatible/brain.js';
 import { MODEL_BASE_URL_HEADER } from '../../src/contract/gym-wire.js';
 import { request } from '../../src/http/client.js';
-import type { Listening } from '../../src/http/server.js';
 import type { ModelCallCapture } from '../../src/model-server/records.js';
-import { createModelServer, type ModelServer } from '../../src/model-server/server.js';
-import { OpenAiUpstream } from '../../src/model-server/upstream.js';
-import { serve, type Decide, type RunningService } from '../../src/service/index.js';
-import type { ScriptedService } from '../../src/testing/index.js';
-import { basicRow, startHarness, type Harness, type RunResult } from '../../test/support/remote-agent.js';
+import type { Decide } from '../../src/service/index.js';
+import { startTestModelServer, type TestModelServer } from '../../test/support/model-server.js';
+import {
+  basicRow,
+  startKitHarness,
+  withModelServer,
+  type Harness,
+  type RunResult,
+} from '../../test/support/remote-agent.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../test/support/scripted-upstream.js';
 
 const API_KEY = 'sk-live-DO-NOT-LEAK-42424242';
 
 let upstream: ScriptedUpstream;
-let model: ModelServer;
-let modelListening: Listening;
+let model: TestModelServer;
 const modelLogs: string[] = [];
 
 before(async () => {
   upstream = await startScriptedUpstream();
-  model = createModelServer({
-    name: 'policy_model',
-    upstream: new OpenAiUpstream({
-      baseUrl: upstream.url,
-      apiKey: API_KEY,
-      model: 'served-model',
-      defaultHeaders: {},
-      extraBody: {},
-      timeoutMs: 60_000,
-      maxResponseBytes: 8 * 1024 * 1024,
-    }),
-    limits: { maxOpen: 1000, maxCallsPerRollout: 100, idleMs: 600_000 },
-    maxResponseBytes: 8 * 1024 * 1024,
+  model = await startTestModelServer({
+    upstreamUrl: upstream.url,
+    apiKey: API_KEY,
+    model: 'served-model',
     log: (line) => modelLogs.push(line),
   });
-  modelListening = await model.app.listen(0);
 });
 
 after(async () => {
-  model.close();
-  await modelListening.close();
+  await model.close();
   await upstream.close();
 });
 
-/** A kit service as the harness takes one: it reads `url` and `close` of it. */
-function asScripted(service: RunningService): ScriptedService {
-  return {
-    url: service.url,
-    port: service.port,
-    calls: [],
-    close: () => service.close(),
-  } as unknown as ScriptedService;
-}
-
-async function harnessWith(decide: Decide): Promise<Harness> {
-  const service = await serve(decide, { port: 0 });
-  return startHarness({
-    service: asScripted(service),
-    config: { model_server: { type: 'responses_api_models', name: 'policy_model' } },
-    agent: { modelServer: { name: 'policy_model', url: modelListening.url } },
-  });
+function harnessWith(decide: Decide): Promise<Harness> {
+  return startKitHarness(decide, withModelServer(model.url));
 }
 
 /** Every model base URL a service was handed. */
@@ -128,7 +104,7 @@ describe('remote agent with model_server', () => {
         assert.equal(typeof capture.calls[1]!.latency_ttft_ms, 'number');
         assert.ok(capture.metrics.latency_total_ms! > 0);
       });
-      assert.equal(model.rollouts.size, 0, 'every rollout was closed');
+      assert.equal(model.server.rollouts.size, 0, 'every rollout was closed');
       const everything = JSON.stringify(rows) + harness.logs.join('\n') + modelLogs.join('\n');
       assert.ok(!everything.includes(API_KEY), 'the api key appears in no row and no log');
       // The URL a finished rollout was given now answers 404.
@@ -160,7 +136,7 @@ describe('remote agent with model_server', () => {
       assert.equal(row._ng_failure_class, 'remote_agent_error');
       // The attempt's own key on the model server: its rollout id and a suffix no other dispatch of it shares.
       assert.match(seenUrl, /\/ng-rollout\/5-2-a1\.[0-9a-f]{12}\/v1$/);
-      assert.ok(seenUrl.startsWith(`${modelListening.url}/ng-rollout/`), seenUrl);
+      assert.ok(seenUrl.startsWith(`${model.url}/ng-rollout/`), seenUrl);
       const capture = captureOf(row);
       assert.equal(capture.rollout_id, '5-2-a1');
       assert.equal(capture.calls.length, 2);
@@ -203,8 +179,7 @@ describe('remote agent with model_server', () => {
       const body = { input: [{ role: 'user', content: 'live one' }] };
       // The caller opens the rollout on the model server, calls the agent under its id, then closes it.
       assert.equal(
-        (await request(`${modelListening.url}/ng-rollout/live-7/open`, { method: 'POST', json: {}, timeoutMs: 60_000 }))
-          .status,
+        (await request(`${model.url}/ng-rollout/live-7/open`, { method: 'POST', json: {}, timeoutMs: 60_000 })).status,
         200,
       );
       const res = await harness.post<{ output: { content?: { text: string }[] }[] }>(
@@ -212,8 +187,8 @@ describe('remote agent with model_server', () => {
         body,
       );
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.equal(res.body.output.at(-1)!.content![0]!.text, `done via ${modelListening.url}/ng-rollout/live-7/v1`);
-      const closed = await request(`${modelListening.url}/ng-rollout/live-7/close`, {
+      assert.equal(res.body.output.at(-1)!.content![0]!.text, `done via ${model.url}/ng-rollout/live-7/v1`);
+      const closed = await request(`${model.url}/ng-rollout/live-7/close`, {
         method: 'POST',
         json: {},
         timeoutMs: 60_000,
@@ -238,14 +213,10 @@ describe('remote agent with model_server', () => {
 
   it('without model_server the service is told nothing and rows carry no capture', async () => {
     const seen: (string | undefined)[] = [];
-    const service = await serve(
-      (_c, _t, ctx) => {
-        seen.push(ctx.modelBaseUrl);
-        return { final: 'ok' };
-      },
-      { port: 0 },
-    );
-    const harness = await startHarness({ service: asScripted(service) });
+    const harness = await startKitHarness((_c, _t, ctx) => {
+      seen.push(ctx.modelBaseUrl);
+      return { final: 'ok' };
+    });
     try {
       const row = await harness.run(basicRow('x', { _ng_task_index: 0, _ng_rollout_index: 0 }));
       assert.equal(row.reward, 1);

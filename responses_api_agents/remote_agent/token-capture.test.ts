@@ -7,13 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from '../../src/http/client.js';
-import type { Listening } from '../../src/http/server.js';
 import type { ModelCallCapture } from '../../src/model-server/records.js';
-import { createModelServer, type ModelServer } from '../../src/model-server/server.js';
-import { OpenAiUpstream } from '../../src/model-server/upstream.js';
-import { serve, type Decide, type RunningService } from '../../src/service/index.js';
-import type { ScriptedService } from '../../src/testing/index.js';
-import { basicRow, startHarness, type Harness } from '../../test/support/remote-agent.js';
+import type { Decide } from '../../src/service/index.js';
+import { startTestModelServer, type TestModelServer } from '../../test/support/model-server.js';
+import { basicRow, startKitHarness, withModelServer, type Harness } from '../../test/support/remote-agent.js';
 import {
   answerText,
   EOS,
@@ -25,52 +22,20 @@ import {
 import { parseRemoteAgentConfig } from './config.js';
 
 let upstream: VllmUpstream;
-let model: ModelServer;
-let modelListening: Listening;
+let model: TestModelServer;
 
 before(async () => {
   upstream = await startVllmUpstream();
-  model = createModelServer({
-    name: 'policy_model',
-    upstream: new OpenAiUpstream({
-      baseUrl: upstream.url,
-      apiKey: undefined,
-      model: 'served',
-      defaultHeaders: {},
-      extraBody: {},
-      timeoutMs: 60_000,
-      maxResponseBytes: 8 * 1024 * 1024,
-      tokenIdShape: 'vllm',
-    }),
-    limits: { maxOpen: 1000, maxCallsPerRollout: 100, idleMs: 600_000 },
-    maxResponseBytes: 8 * 1024 * 1024,
-    log: () => {},
-  });
-  modelListening = await model.app.listen(0);
+  model = await startTestModelServer({ upstreamUrl: upstream.url, tokenIdShape: 'vllm' });
 });
 
 after(async () => {
-  model.close();
-  await modelListening.close();
+  await model.close();
   await upstream.close();
 });
 
-function asScripted(service: RunningService): ScriptedService {
-  return {
-    url: service.url,
-    port: service.port,
-    calls: [],
-    close: () => service.close(),
-  } as unknown as ScriptedService;
-}
-
-async function harnessWith(decide: Decide): Promise<Harness> {
-  const service = await serve(decide, { port: 0 });
-  return startHarness({
-    service: asScripted(service),
-    config: { model_server: { type: 'responses_api_models', name: 'policy_model' }, token_id_capture: true },
-    agent: { modelServer: { name: 'policy_model', url: modelListening.url, tokenIdCapture: true } },
-  });
+function harnessWith(decide: Decide): Promise<Harness> {
+  return startKitHarness(decide, withModelServer(model.url, true));
 }
 
 /** One model call with the task's text; the answer, or `rewrite(answer)`, is the service's final message. */

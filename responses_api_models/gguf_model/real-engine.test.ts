@@ -21,7 +21,13 @@ import { createModelServer, type ModelServer } from '../../src/model-server/serv
 import { assistantMessage, responseObject, type ServiceCall } from '../../src/testing/index.js';
 import { trainerSample } from '../../src/training/export.js';
 import { tempDir } from '../../test/support/cli.js';
-import { basicRow, startHarness, type Harness, type RunResult } from '../../test/support/remote-agent.js';
+import {
+  basicRow,
+  startHarness,
+  withModelServer,
+  type Harness,
+  type RunResult,
+} from '../../test/support/remote-agent.js';
 
 /** Why these tests cannot run here, or undefined when node-llama-cpp resolves. */
 const runtimeMissing = ((): string | undefined => {
@@ -182,11 +188,7 @@ async function withService(
   handler: (call: ServiceCall) => Promise<Record<string, unknown>>,
   body: (harness: Harness) => Promise<void>,
 ): Promise<void> {
-  const harness = await startHarness({
-    service: handler,
-    config: { model_server: { type: 'responses_api_models', name: 'policy_model' }, token_id_capture: true },
-    agent: { modelServer: { name: 'policy_model', url: listening.url, tokenIdCapture: true } },
-  });
+  const harness = await startHarness({ service: handler, ...withModelServer(listening.url, true) });
   try {
     await body(harness);
   } finally {

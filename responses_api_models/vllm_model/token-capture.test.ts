@@ -23,6 +23,7 @@ import {
 import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
 import {
   answerText,
+  appendedHistory,
   EOS,
   ids,
   logProbOf,
@@ -36,24 +37,10 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-interface Message {
-  role: string;
-  content: string;
-}
-
 function taskOf(call: ServiceCall): string {
   const input = call.body.input as unknown;
   const first = Array.isArray(input) ? (input[0] as { content?: unknown }) : undefined;
   return typeof first?.content === 'string' ? first.content : String(input);
-}
-
-/** The conversation before call k of a rollout whose task is `task` (the service appends, never rewrites). */
-function historyBefore(task: string, k: number): Message[] {
-  const history: Message[] = [{ role: 'user', content: task }];
-  for (let i = 0; i < k; i++) {
-    history.push({ role: 'assistant', content: answerText(history) }, { role: 'user', content: `continue ${i}` });
-  }
-  return history;
 }
 
 /** Three model calls through the rollout's URL, then the three answers as the service's output. */
@@ -63,7 +50,7 @@ async function brain(call: ServiceCall): Promise<unknown> {
   const task = taskOf(call);
   const texts: string[] = [];
   for (let k = 0; k < 3; k++) {
-    const history = historyBefore(task, k);
+    const history = appendedHistory(task, k);
     const streamed = task.includes('CUT') && k === 1;
     const res = await request(`${base}/chat/completions`, {
       method: 'POST',
@@ -159,7 +146,7 @@ test('vllm_model under gym env start: 33 concurrent rollouts, each row carries i
     );
     assert.equal(carriers.length, 3, task);
     carriers.forEach((item, k) => {
-      const history = historyBefore(task, k);
+      const history = appendedHistory(task, k);
       const generation = [...ids(answerText(history)), EOS];
       // The chain's prompt is the contiguous sequence: this call's prompt exactly (the service only appended).
       assert.deepEqual(item.prompt_token_ids, promptIds(history), `${task} call ${k}`);

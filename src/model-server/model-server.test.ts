@@ -3,26 +3,25 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from '../http/client.js';
-import { closeServer, type Listening } from '../http/server.js';
+import { closeServer } from '../http/server.js';
 import { streamRequest } from '../http/stream-client.js';
+import { startTestModelServer, type TestModelServer } from '../../test/support/model-server.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../test/support/scripted-upstream.js';
 import type { ModelCallCapture } from './records.js';
-import { createModelServer, type ModelServer } from './server.js';
-import { OpenAiUpstream } from './upstream.js';
 
 const API_KEY = 'sk-test-SECRET-0123456789';
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 let upstream: ScriptedUpstream;
-let server: ModelServer;
-let listening: Listening;
+let model: TestModelServer;
+let base: string;
 const logs: string[] = [];
 
 async function post(
   path: string,
   body: unknown,
 ): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
-  const res = await request(`${listening.url}${path}`, { method: 'POST', json: body, timeoutMs: 60_000 });
+  const res = await request(`${base}${path}`, { method: 'POST', json: body, timeoutMs: 60_000 });
   const text = res.text();
   let json: Record<string, unknown> = {};
   try {
@@ -57,27 +56,20 @@ async function close(id: string): Promise<ModelCallCapture> {
 
 before(async () => {
   upstream = await startScriptedUpstream();
-  server = createModelServer({
-    name: 'policy_model',
-    upstream: new OpenAiUpstream({
-      baseUrl: upstream.url,
-      apiKey: API_KEY,
-      model: 'served-model',
-      defaultHeaders: {},
-      extraBody: { temperature: 0.5 },
-      timeoutMs: 60_000,
-      maxResponseBytes: MAX_RESPONSE_BYTES,
-    }),
-    limits: { maxOpen: 40, maxCallsPerRollout: 3, idleMs: 60_000 },
+  model = await startTestModelServer({
+    upstreamUrl: upstream.url,
+    apiKey: API_KEY,
+    model: 'served-model',
+    extraBody: { temperature: 0.5 },
     maxResponseBytes: MAX_RESPONSE_BYTES,
+    limits: { maxOpen: 40, maxCallsPerRollout: 3, idleMs: 60_000 },
     log: (line) => logs.push(line),
   });
-  listening = await server.app.listen(0);
+  base = model.url;
 });
 
 after(async () => {
-  server.close();
-  await listening.close();
+  await model.close();
   await upstream.close();
 });
 
@@ -166,7 +158,7 @@ describe('model server', () => {
       ],
     ] as const) {
       await open(`s-${dialect}`);
-      const res = await streamRequest(`${listening.url}/ng-rollout/s-${dialect}${path}`, {
+      const res = await streamRequest(`${base}/ng-rollout/s-${dialect}${path}`, {
         jsonText: JSON.stringify(body),
         timeoutMs: 60_000,
         maxBodyBytes: MAX_RESPONSE_BYTES,
@@ -226,31 +218,22 @@ describe('model server', () => {
 
   it('records a stream cut mid-way and an unreachable upstream with their classes', async () => {
     await open('broken');
-    const res = await request(`${listening.url}/ng-rollout/broken/v1/responses`, {
+    const res = await request(`${base}/ng-rollout/broken/v1/responses`, {
       method: 'POST',
       json: responses('HOSTILE cut', { stream: true }),
       timeoutMs: 60_000,
     });
     assert.equal(res.status, 200);
     assert.match(res.text(), /event: error\ndata: .*upstream_stream_cut/);
-    const gone = createModelServer({
-      name: 'nowhere',
-      upstream: new OpenAiUpstream({
-        baseUrl: 'http://127.0.0.1:9/v1',
-        apiKey: API_KEY,
-        model: 'm',
-        defaultHeaders: {},
-        extraBody: {},
-        timeoutMs: 60_000,
-        maxResponseBytes: MAX_RESPONSE_BYTES,
-      }),
-      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
+    const gone = await startTestModelServer({
+      upstreamUrl: 'http://127.0.0.1:9/v1',
+      apiKey: API_KEY,
       maxResponseBytes: MAX_RESPONSE_BYTES,
+      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
       log: (line) => logs.push(line),
     });
-    const goneListening = await gone.app.listen(0);
     try {
-      const unreachable = await request(`${goneListening.url}/v1/chat/completions`, {
+      const unreachable = await request(`${gone.url}/v1/chat/completions`, {
         method: 'POST',
         json: chat('x'),
         timeoutMs: 60_000,
@@ -258,8 +241,7 @@ describe('model server', () => {
       assert.equal(unreachable.status, 502);
       assert.equal((unreachable.json() as { error: { type: string } }).error.type, 'upstream_unreachable');
     } finally {
-      gone.close();
-      await goneListening.close();
+      await gone.close();
     }
     const [call] = (await close('broken')).calls;
     assert.equal(call!.error_category, 'upstream_stream_cut');
@@ -285,24 +267,14 @@ describe('model server', () => {
       });
     });
     await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
-    const flakyServer = createModelServer({
-      name: 'flaky',
-      upstream: new OpenAiUpstream({
-        baseUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/v1`,
-        apiKey: undefined,
-        model: 'm',
-        defaultHeaders: {},
-        extraBody: {},
-        timeoutMs: 60_000,
-        maxResponseBytes: MAX_RESPONSE_BYTES,
-      }),
-      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
+    const flakyServer = await startTestModelServer({
+      upstreamUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/v1`,
       maxResponseBytes: MAX_RESPONSE_BYTES,
+      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000 },
       log: (line) => logs.push(line),
     });
-    const flakyListening = await flakyServer.app.listen(0);
     const call = () =>
-      request(`${flakyListening.url}/v1/chat/completions`, { method: 'POST', json: chat('x'), timeoutMs: 60_000 });
+      request(`${flakyServer.url}/v1/chat/completions`, { method: 'POST', json: chat('x'), timeoutMs: 60_000 });
     try {
       const recovered = await call();
       assert.equal(recovered.status, 200, recovered.text());
@@ -314,8 +286,7 @@ describe('model server', () => {
       assert.equal((lost.json() as { error: { type: string } }).error.type, 'upstream_unreachable');
       assert.equal(seen, 2, 'never a third time');
     } finally {
-      flakyServer.close();
-      await flakyListening.close();
+      await flakyServer.close();
       await closeServer(flaky);
     }
   });
@@ -330,10 +301,10 @@ describe('model server', () => {
     }
     assert.equal(refused?.status, 503);
     assert.match(refused.text, /max_open_rollouts/);
-    server.rollouts.sweep(Date.now() + 120_000);
-    assert.equal(server.rollouts.size, 0);
+    model.server.rollouts.sweep(Date.now() + 120_000);
+    assert.equal(model.server.rollouts.size, 0);
     assert.equal((await post(`/ng-rollout/${opened[0]}/v1/chat/completions`, chat('late'))).status, 404);
-    const metrics = await request(`${listening.url}/metrics`, { timeoutMs: 60_000 });
+    const metrics = await request(`${base}/metrics`, { timeoutMs: 60_000 });
     assert.match(metrics.text(), /gym_model_calls_total\{dialect="chat",outcome="ok"\} \d+/);
     assert.match(metrics.text(), /gym_model_rollouts_expired_total \d+/);
   });

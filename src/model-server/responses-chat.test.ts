@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { validateResponse } from '../contract/validate.js';
 import { request } from '../http/client.js';
-import type { Listening } from '../http/server.js';
 import {
   EOS,
   ids,
@@ -18,41 +17,21 @@ import {
   TOOL_ARGUMENTS,
   type VllmUpstream,
 } from '../../test/support/vllm-upstream.js';
+import { startTestModelServer, type TestModelServer } from '../../test/support/model-server.js';
 import type { ModelCallCapture } from './records.js';
-import { createModelServer, type ModelServer } from './server.js';
-import { OpenAiUpstream } from './upstream.js';
 
 let upstream: VllmUpstream;
 let base: string;
-let server: ModelServer;
-let listening: Listening;
+let model: TestModelServer;
 
 before(async () => {
   upstream = await startVllmUpstream();
-  server = createModelServer({
-    name: 'policy_model',
-    upstream: new OpenAiUpstream({
-      baseUrl: upstream.url,
-      apiKey: undefined,
-      model: 'served',
-      defaultHeaders: {},
-      extraBody: {},
-      timeoutMs: 60_000,
-      maxResponseBytes: 8 * 1024 * 1024,
-      tokenIdShape: 'vllm',
-    }),
-    limits: { maxOpen: 100, maxCallsPerRollout: 100, idleMs: 600_000 },
-    maxResponseBytes: 8 * 1024 * 1024,
-    translateResponses: true,
-    log: () => {},
-  });
-  listening = await server.app.listen(0);
-  base = listening.url;
+  model = await startTestModelServer({ upstreamUrl: upstream.url, tokenIdShape: 'vllm', translateResponses: true });
+  base = model.url;
 });
 
 after(async () => {
-  server.close();
-  await listening.close();
+  await model.close();
   await upstream.close();
 });
 
@@ -315,39 +294,22 @@ describe('vllm_model: /v1/responses as chat completions', () => {
 });
 
 describe("vllm_model with return_token_id_information: the ids on the answer, as the reference's", () => {
-  let bundled: ModelServer;
-  let bundledListening: Listening;
+  let bundled: TestModelServer;
 
   before(async () => {
-    bundled = createModelServer({
-      name: 'policy_model',
-      upstream: new OpenAiUpstream({
-        baseUrl: upstream.url,
-        apiKey: undefined,
-        model: 'served',
-        defaultHeaders: {},
-        extraBody: {},
-        timeoutMs: 60_000,
-        maxResponseBytes: 8 * 1024 * 1024,
-        tokenIdShape: 'vllm',
-      }),
-      limits: { maxOpen: 100, maxCallsPerRollout: 100, idleMs: 600_000 },
-      maxResponseBytes: 8 * 1024 * 1024,
+    bundled = await startTestModelServer({
+      upstreamUrl: upstream.url,
+      tokenIdShape: 'vllm',
       translateResponses: true,
       tokensOnAnswer: true,
-      log: () => {},
     });
-    bundledListening = await bundled.app.listen(0);
   });
 
-  after(async () => {
-    bundled.close();
-    await bundledListening.close();
-  });
+  after(() => bundled.close());
 
   it('puts them on the chat message and drops the transport fields', async () => {
     const messages = [{ role: 'user', content: 'hello there' }];
-    const res = await post(`${bundledListening.url}/v1/chat/completions`, { model: 'x', messages });
+    const res = await post(`${bundled.url}/v1/chat/completions`, { model: 'x', messages });
     assert.equal(res.status, 200, res.text);
     const answer = JSON.parse(res.text) as Record<string, unknown> & {
       choices: (Record<string, unknown> & { message: Record<string, unknown> })[];
@@ -366,7 +328,7 @@ describe("vllm_model with return_token_id_information: the ids on the answer, as
   });
 
   it("puts them on a translated answer's last output item", async () => {
-    const res = await post(`${bundledListening.url}/v1/responses`, { model: 'x', input: 'hello there' });
+    const res = await post(`${bundled.url}/v1/responses`, { model: 'x', input: 'hello there' });
     assert.equal(res.status, 200, res.text);
     const response = JSON.parse(res.text) as { output: Record<string, unknown>[] };
     const last = response.output.at(-1)!;

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from '../http/client.js';
-import type { Listening } from '../http/server.js';
 import {
   EOS,
   ids,
@@ -17,8 +16,8 @@ import {
   startVllmUpstream,
   type VllmUpstream,
 } from '../../test/support/vllm-upstream.js';
+import { startTestModelServer, type TestModelServer } from '../../test/support/model-server.js';
 import type { ModelCallCapture } from './records.js';
-import { createModelServer, type ModelServer } from './server.js';
 import {
   answerTokens,
   TokenIdCaptureUnsupported,
@@ -26,48 +25,32 @@ import {
   TokenIdSource,
   type TokenIdShape,
 } from './token-ids.js';
-import { OpenAiUpstream } from './upstream.js';
 
 let upstream: VllmUpstream;
-const servers: { server: ModelServer; listening: Listening }[] = [];
+const servers: TestModelServer[] = [];
 
 before(async () => {
   upstream = await startVllmUpstream();
 });
 
 after(async () => {
-  for (const { server, listening } of servers) {
-    server.close();
-    await listening.close();
-  }
+  for (const server of servers) await server.close();
   await upstream.close();
 });
 
 async function modelServer(shape: TokenIdShape | undefined, maxTokens?: number): Promise<string> {
-  const server = createModelServer({
-    name: 'policy_model',
-    upstream: new OpenAiUpstream({
-      baseUrl: upstream.url,
-      apiKey: undefined,
-      model: 'served',
-      defaultHeaders: {},
-      extraBody: {},
-      timeoutMs: 60_000,
-      maxResponseBytes: 8 * 1024 * 1024,
-      tokenIdShape: shape,
-    }),
+  const server = await startTestModelServer({
+    upstreamUrl: upstream.url,
+    tokenIdShape: shape,
     limits: {
       maxOpen: 100,
       maxCallsPerRollout: 100,
       idleMs: 600_000,
       ...(maxTokens ? { maxCapturedTokensPerRollout: maxTokens } : {}),
     },
-    maxResponseBytes: 8 * 1024 * 1024,
-    log: () => {},
   });
-  const listening = await server.app.listen(0);
-  servers.push({ server, listening });
-  return listening.url;
+  servers.push(server);
+  return server.url;
 }
 
 async function post(url: string, body: unknown): Promise<{ status: number; text: string }> {

@@ -17,7 +17,7 @@ import {
   type VerifyResult,
 } from '../../src/server/resources-server.js';
 import type { Row } from '../../src/runfiles/row.js';
-import { normalizeInput, type ConversationItem } from '../../src/service/index.js';
+import { normalizeInput, serve, type ConversationItem, type Decide } from '../../src/service/index.js';
 import {
   startScriptedService,
   type ScriptedService,
@@ -265,6 +265,28 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       await Promise.all([listening.close(), service.close(), env.close()]);
     },
   };
+}
+
+/**
+ * What puts a model server behind the agent: every rollout is handed its URL on that server (`policy_model`), the
+ * token-capture one when `tokenIdCapture`.
+ */
+export function withModelServer(url: string, tokenIdCapture = false): Pick<HarnessOptions, 'config' | 'agent'> {
+  return {
+    config: {
+      model_server: { type: 'responses_api_models', name: 'policy_model' },
+      ...(tokenIdCapture ? { token_id_capture: true } : {}),
+    },
+    agent: { modelServer: { name: 'policy_model', url, ...(tokenIdCapture ? { tokenIdCapture: true } : {}) } },
+  };
+}
+
+/** A harness around a service built with the service kit: `decide` served on loopback. */
+export async function startKitHarness(decide: Decide, options: Omit<HarnessOptions, 'service'> = {}): Promise<Harness> {
+  const service = await serve(decide, { port: 0 });
+  // The harness reads only the service's `url` and `close`; a kit service records no calls.
+  const asScripted = { url: service.url, port: service.port, calls: [], close: () => service.close() };
+  return startHarness({ ...options, service: asScripted as unknown as ScriptedService });
 }
 
 function isScriptedService(value: unknown): value is ScriptedService {

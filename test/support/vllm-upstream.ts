@@ -35,7 +35,7 @@ export function logProbOf(id: number, position: number): number {
   return -((id % 89) + position) / 64;
 }
 
-interface Message {
+export interface Message {
   role: string;
   content: string;
 }
@@ -52,6 +52,18 @@ export function promptIds(messages: readonly Message[]): number[] {
 
 export function answerText(messages: readonly Message[]): string {
   return `reply to: ${messages.at(-1)?.content ?? ''}`;
+}
+
+/**
+ * The conversation before model call k of an agent that appends, never rewrites: its opening message, then each
+ * earlier answer of this upstream and a `continue <i>` turn.
+ */
+export function appendedHistory(opening: string, k: number): Message[] {
+  const history: Message[] = [{ role: 'user', content: opening }];
+  for (let i = 0; i < k; i++) {
+    history.push({ role: 'assistant', content: answerText(history) }, { role: 'user', content: `continue ${i}` });
+  }
+  return history;
 }
 
 export interface VllmRequest {
