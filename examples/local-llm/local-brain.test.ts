@@ -14,7 +14,7 @@ import { validateResponse } from '../../src/contract/index.js';
 import { findFreePort } from '../../src/config/index.js';
 import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 import { request } from '../../src/http/client.js';
-import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
+import { COUNTER_TASKS, readJsonl, runGym, runRemoteAgentEval, tempDir } from '../../test/support/cli.js';
 import { GYM_BIN } from '../../test/support/environments.js';
 import { DIST_EXAMPLES, REPO_ROOT, spawnService } from '../../test/support/examples.js';
 import { eventually } from '../../test/support/wait.js';
@@ -22,7 +22,6 @@ import { NODE_LLAMA_CPP_VERSION } from '../../src/model-server/gguf/runtime.js';
 import { writeTinyGguf } from './tiny-gguf.js';
 
 const SERVICE = `${DIST_EXAMPLES}counter-planner/service.js`;
-const DATASET = path.join(REPO_ROOT, 'resources_servers/example_session_state_mgmt/data/example.jsonl');
 const COUNTER_CONFIG = path.join(REPO_ROOT, 'counter_remote.yaml');
 
 /** Why the runtime tests cannot run here, or undefined when node-llama-cpp resolves from this file. */
@@ -107,21 +106,7 @@ describe('the local brain (llama.cpp in-process) through the real CLI', () => {
         timeoutMs: DEADLINE_MS,
       });
       assert.match(envOutput, /All 2 \/ 2 servers ready/);
-      const run = await runGym(
-        [
-          'eval',
-          'run',
-          '--no-serve',
-          `++head_server.port=${headPort}`,
-          '-a',
-          'remote_agent',
-          '-i',
-          DATASET,
-          '-o',
-          'out/rollouts.jsonl',
-        ],
-        { cwd: dir },
-      );
+      const run = await runRemoteAgentEval(headPort, COUNTER_TASKS, 'out/rollouts.jsonl', { cwd: dir });
       assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}\n${service.output()}`);
       assert.match(run.stdout, /5 tasks, 5 rollouts expected: 5 completed, 0 failed/);
 

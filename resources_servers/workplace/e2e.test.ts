@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createWorkplaceSolver, startWorkplaceSolverService } from '../../examples/workplace-solver/index.js';
-import { readJsonl, runGym, tempDir } from '../../test/support/cli.js';
+import { readJsonl, runGym, runRemoteAgentEval, tempDir } from '../../test/support/cli.js';
 import { findFreePort } from '../../src/config/index.js';
 import { serve } from '../../src/service/index.js';
 import { GYM_BIN } from '../../test/support/environments.js';
@@ -55,21 +55,7 @@ test('gym env start + gym eval run --no-serve: the solver scores 1.0 on every ex
     assert.match(stdout, /All 2 \/ 2 servers ready/, `${stdout}\n${stderr}`);
     assert.match(stdout, /workplace_resources_server/);
 
-    const res = await runGym(
-      [
-        'eval',
-        'run',
-        '--no-serve',
-        `++head_server.port=${headPort}`,
-        '-a',
-        'remote_agent',
-        '-i',
-        EXAMPLES,
-        '-o',
-        'out/rollouts.jsonl',
-      ],
-      { cwd: dir },
-    );
+    const res = await runRemoteAgentEval(headPort, EXAMPLES, 'out/rollouts.jsonl', { cwd: dir });
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
     assert.match(res.stdout, /7 tasks, 7 rollouts expected: 7 completed, 0 failed/);
     assert.match(res.stdout, /Mean reward 1\.0000 over 7 completed/);

@@ -12,8 +12,7 @@ import { createCounterServer } from '../../resources_servers/example_session_sta
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { assistantMessage, functionCall, startScriptedService, type ScriptedService } from '../../src/testing/index.js';
-import { readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
-import { eventually } from '../../test/support/wait.js';
+import { COUNTER_TASKS, readJsonl, runRemoteAgentEval, startGymEnv, tempDir } from '../../test/support/cli.js';
 import { LOCAL_SERVER_USAGE, localCounterService, localServerShape } from '../../test/support/local-model-server.js';
 import { COUNTER_TOOLS } from '../../src/counter/tools.js';
 import { basicRow, listenEnv, startHarness } from '../../test/support/remote-agent.js';
@@ -160,7 +159,6 @@ describe('fill_echo_fields (D24)', () => {
     const service = await startScriptedService(localCounterService);
     services.push(service);
     const dir = tempDir('tsgym-echo-');
-    const dataset = path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl');
     const agentKey = '++remote_agent.responses_api_agents.remote_agent';
     for (const fill of [false, true]) {
       const headPort = await findFreePort();
@@ -170,33 +168,15 @@ describe('fill_echo_fields (D24)', () => {
         ...(fill ? [`${agentKey}.fill_echo_fields=true`] : []),
         `++head_server.port=${headPort}`,
       ];
-      const start = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${path.join(dir, `logs-${fill}`)}`], {
+      const start = await startGymEnv(config, {
         cwd: dir,
+        logDir: path.join(dir, `logs-${fill}`),
+        servers: 2,
+        timeoutMs: 60_000,
       });
-      let startOut = '';
-      start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
       try {
-        await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
-          what: 'gym env start to be ready',
-          timeoutMs: 60_000,
-        });
-        assert.match(startOut, /servers ready/, `${startOut}\n${start.stderr()}`);
         const out = `out-${fill}/rollouts.jsonl`;
-        const run = await runGym(
-          [
-            'eval',
-            'run',
-            '--no-serve',
-            `++head_server.port=${headPort}`,
-            '-a',
-            'remote_agent',
-            '-i',
-            dataset,
-            '-o',
-            out,
-          ],
-          { cwd: dir },
-        );
+        const run = await runRemoteAgentEval(headPort, COUNTER_TASKS, out, { cwd: dir });
         const rollouts = readJsonl(path.join(dir, out));
         const failures = readJsonl(path.join(dir, `out-${fill}/rollouts_failures.jsonl`));
         if (!fill) {
@@ -216,8 +196,7 @@ describe('fill_echo_fields (D24)', () => {
           assert.equal(row._ng_usage_filled, true);
         }
       } finally {
-        start.child.kill('SIGINT');
-        await start.result;
+        await start.stop();
       }
     }
   });

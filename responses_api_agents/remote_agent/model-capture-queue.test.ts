@@ -22,7 +22,7 @@ import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import type { ModelCallCapture } from '../../src/model-server/records.js';
 import { assistantMessage, responseObject, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { lineCount, readJsonl, spawnGym, tempDir, type RunningGym } from '../../test/support/cli.js';
+import { lineCount, readJsonl, spawnGym, startGymEnv, tempDir, type RunningGym } from '../../test/support/cli.js';
 import { serverInstances } from '../../test/support/environments.js';
 import { startRedis, type RedisProcess } from '../../test/support/redis-server.js';
 import {
@@ -130,16 +130,8 @@ before(async () => {
   ];
   envDir = tempDir('tsgym-capture-queue-');
   const dir = envDir;
-  const env = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${path.join(dir, 'logs')}`], { cwd: dir });
-  closers.push(() => stop(env));
-  let envOut = '';
-  env.child.stdout!.on('data', (chunk: Buffer) => (envOut += chunk.toString()));
-  await eventually(() => /All \d+ \/ \d+ servers ready/.test(envOut) || env.child.exitCode !== null, {
-    what: () => `the environment: ${envOut}${env.stderr()}`,
-    timeoutMs: WAIT_MS,
-    intervalMs: 50,
-  });
-  assert.match(envOut, /All 3 \/ 3 servers ready/, `${envOut}\n${env.stderr()}`);
+  const env = await startGymEnv(config, { cwd: dir, logDir: path.join(dir, 'logs'), servers: 3, timeoutMs: WAIT_MS });
+  closers.push(env.stop);
   modelUrl = (await serverInstances(headPort)).find((s) => s.process_name === 'policy_model')!.url;
   worker = await startWorker('w1');
 });

@@ -9,7 +9,15 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonl, runGym, spawnGym, tempDir } from '../../test/support/cli.js';
+import {
+  COUNTER_TASKS,
+  readJsonl,
+  runGym,
+  runRemoteAgentEval,
+  spawnGym,
+  startGymEnv,
+  tempDir,
+} from '../../test/support/cli.js';
 import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply, firstAddend } from '../../src/testing/counter-brain.js';
@@ -77,31 +85,9 @@ test('secrets never appear in anything a run writes or serves', async () => {
     '++global_aiohttp_client_request_debug=true',
   ];
   const logDir = path.join(dir, 'logs');
-  const start = spawnGym(['env', 'start', ...config, `++nemo_gym_log_dir=${logDir}`], { cwd: dir, env });
-  let startOut = '';
-  start.child.stdout!.on('data', (chunk: string) => (startOut += chunk));
+  const start = await startGymEnv(config, { cwd: dir, env, logDir, servers: 2, timeoutMs: 60_000 });
   try {
-    await eventually(() => /^Logs: /m.test(startOut) || start.child.exitCode !== null, {
-      what: 'gym env start to be ready',
-      timeoutMs: 60_000,
-    });
-    assert.match(startOut, /servers ready/, `${startOut}\n${start.stderr()}`);
-
-    const run = await runGym(
-      [
-        'eval',
-        'run',
-        '--no-serve',
-        `++head_server.port=${headPort}`,
-        '-a',
-        'remote_agent',
-        '-i',
-        path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
-        '-o',
-        'out/rollouts.jsonl',
-      ],
-      { cwd: dir, env },
-    );
+    const run = await runRemoteAgentEval(headPort, COUNTER_TASKS, 'out/rollouts.jsonl', { cwd: dir, env });
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const rollouts = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
     const failures = readJsonl(path.join(dir, 'out/rollouts_failures.jsonl'));
@@ -157,10 +143,9 @@ test('secrets never appear in anything a run writes or serves', async () => {
       await view.result;
     }
   } finally {
-    start.child.kill('SIGINT');
-    await start.result;
+    await start.stop();
   }
-  assertNoSecret(startOut + start.stderr(), 'gym env start output');
+  assertNoSecret(start.stdout() + start.gym.stderr(), 'gym env start output');
   const files = filesUnder(dir).filter((file) => !file.endsWith('.key'));
   assert.ok(
     files.some((file) => file.startsWith(logDir)),

@@ -15,7 +15,7 @@ import { findFreePort, installRoot } from '../../src/config/index.js';
 import { request } from '../../src/http/client.js';
 import { counterTaskReply } from '../../src/testing/counter-brain.js';
 import { assistantMessage, startScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
+import { COUNTER_TASKS, readJsonl, runGym, runRemoteAgentEval, startGymEnv, tempDir } from '../../test/support/cli.js';
 import { DIST_EXAMPLES, spawnService } from '../../test/support/examples.js';
 
 const runtimeMissing = ((): string | undefined => {
@@ -89,21 +89,7 @@ async function collect(dir: string, modelPath: string, serviceUrl: string): Prom
     { cwd: dir, logDir: path.join(dir, 'logs'), servers: 3, timeoutMs: 180_000 },
   );
   cleanups.push(env.stop);
-  const run = await runGym(
-    [
-      'eval',
-      'run',
-      '--no-serve',
-      `++head_server.port=${headPort}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
-      '-o',
-      'out/rollouts.jsonl',
-    ],
-    { cwd: dir },
-  );
+  const run = await runRemoteAgentEval(headPort, COUNTER_TASKS, 'out/rollouts.jsonl', { cwd: dir });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
   const exported = await runGym(
     ['eval', 'export', 'out/rollouts.jsonl', '--format', 'trainer', '-o', 'out/train.jsonl'],

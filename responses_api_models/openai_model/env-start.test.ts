@@ -13,7 +13,7 @@ import { request } from '../../src/http/client.js';
 import type { ModelCallCapture } from '../../src/model-server/records.js';
 import { counterTaskReply } from '../../src/testing/counter-brain.js';
 import { startScriptedService, type ScriptedService, type ServiceCall } from '../../src/testing/index.js';
-import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
+import { COUNTER_TASKS, readJsonl, runGym, runRemoteAgentEval, startGymEnv, tempDir } from '../../test/support/cli.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../../test/support/scripted-upstream.js';
 
 const API_KEY = `sk-envstart-${process.pid}-${Date.now()}-s3cr3t`;
@@ -70,21 +70,7 @@ test('gym env start runs openai_model; rows carry the calls made through each ro
   const start = await startGymEnv(config, { cwd: dir, env, logDir, servers: 3 });
   cleanups.push(start.stop);
 
-  const run = await runGym(
-    [
-      'eval',
-      'run',
-      '--no-serve',
-      `++head_server.port=${headPort}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      path.join(installRoot(), 'resources_servers/example_session_state_mgmt/data/example.jsonl'),
-      '-o',
-      'out/rollouts.jsonl',
-    ],
-    { cwd: dir, env },
-  );
+  const run = await runRemoteAgentEval(headPort, COUNTER_TASKS, 'out/rollouts.jsonl', { cwd: dir, env });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
   const rows = readJsonl(path.join(dir, 'out/rollouts.jsonl'));
   assert.equal(rows.length, 5);

@@ -20,7 +20,7 @@ import {
   startScriptedService,
   type ServiceCall,
 } from '../../src/testing/index.js';
-import { readJsonl, runGym, startGymEnv, tempDir } from '../../test/support/cli.js';
+import { readJsonl, runRemoteAgentEval, startGymEnv, tempDir } from '../../test/support/cli.js';
 import {
   answerText,
   appendedHistory,
@@ -104,21 +104,7 @@ test('vllm_model under gym env start: 33 concurrent rollouts, each row carries i
   const start = await startGymEnv(config, { cwd: dir, logDir: path.join(dir, 'logs'), servers: 3 });
   cleanups.push(start.stop);
 
-  const run = await runGym(
-    [
-      'eval',
-      'run',
-      '--no-serve',
-      `++head_server.port=${headPort}`,
-      '-a',
-      'remote_agent',
-      '-i',
-      input,
-      '-o',
-      'out/r.jsonl',
-    ],
-    { cwd: dir },
-  );
+  const run = await runRemoteAgentEval(headPort, input, 'out/r.jsonl', { cwd: dir });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
   const rows = readJsonl(path.join(dir, 'out/r.jsonl'));
   assert.equal(

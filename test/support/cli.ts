@@ -54,6 +54,26 @@ export function runGym(args: readonly string[], options: GymOptions): Promise<Gy
   return spawnGym(args, options).result;
 }
 
+/** The counter environment's five example tasks. */
+export const COUNTER_TASKS = path.join(
+  installRoot(),
+  'resources_servers/example_session_state_mgmt/data/example.jsonl',
+);
+
+/**
+ * `gym eval run --no-serve` of `remote_agent` on the rows of `input` into `output`, against the servers `gym env start`
+ * runs with its head server on `headPort`.
+ */
+export function runRemoteAgentEval(
+  headPort: number,
+  input: string,
+  output: string,
+  options: GymOptions,
+): Promise<GymResult> {
+  const args = ['eval', 'run', '--no-serve', `++head_server.port=${headPort}`, '-a', 'remote_agent'];
+  return runGym([...args, '-i', input, '-o', output], options);
+}
+
 export interface StartedEnv {
   gym: RunningGym;
   /** Everything written to stdout so far. */
