@@ -13,11 +13,9 @@
  * grammar-capable server such as llama-server holds the reply to it), so the model server records the call on the
  * rollout's row. Without a model file every call must carry one.
  */
-import { existsSync, statSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../../src/errors.js';
-import { cpuLlama, firstLine, importRuntime } from '../../src/model-server/gguf/runtime.js';
+import { loadGgufFile } from '../../src/model-server/gguf/runtime.js';
 import { request } from '../../src/http/client.js';
 import { toolHistory, type Decide, type FunctionTool, type TokenUsage } from '../../src/service/index.js';
 import {
@@ -170,19 +168,10 @@ export async function loadLocalBrain(options: LocalBrainOptions): Promise<LocalB
 }
 
 async function loadInProcessModel(file: string, options: LocalBrainOptions): Promise<InProcessModel> {
-  const modelPath = path.resolve(file);
-  if (!existsSync(modelPath) || !statSync(modelPath).isFile()) {
-    throw new ConfigError(`--model ${file}: no such file; give the path of a GGUF model file.`);
-  }
-  const runtime = await importRuntime<NodeLlamaCpp>('--brain local');
-  const llama = await cpuLlama(runtime);
-  let model: Model;
-  try {
-    model = await llama.loadModel({ modelPath });
-  } catch (error) {
-    await llama.dispose();
-    throw new ConfigError(`--model ${file}: llama.cpp could not load it as a GGUF model (${firstLine(error)}).`);
-  }
+  const { runtime, llama, model } = await loadGgufFile<NodeLlamaCpp>('--brain local', file, {
+    missing: `--model ${file}: no such file; give the path of a GGUF model file.`,
+    unloadable: (reason) => `--model ${file}: llama.cpp could not load it as a GGUF model (${reason}).`,
+  });
   const contextSize = options.contextSize ?? Math.min(model.trainContextSize, 8192);
   const threads = options.threads ?? Math.max(1, Math.floor(cpus().length / 2));
   const context = await model.createContext({ contextSize, threads });
@@ -232,7 +221,7 @@ async function loadInProcessModel(file: string, options: LocalBrainOptions): Pro
       await model.dispose();
       await llama.dispose();
     }));
-  return { name: path.basename(modelPath), generate, close };
+  return { name: path.basename(file), generate, close };
 }
 
 /** The most of a model server's answer read: a reply of a few thousand tokens is far below it. */

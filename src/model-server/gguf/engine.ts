@@ -12,15 +12,13 @@
  * arrival order. A sequence keeps its state between calls, so a call whose prompt extends the previous call's on that
  * sequence (an agent's growing conversation) evaluates only the new tokens.
  */
-import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../../errors.js';
 import { FifoSemaphore } from '../../server/agent-server.js';
 import {
-  cpuLlama,
   firstLine,
   importJinja,
-  importRuntime,
+  loadGgufFile,
   type Context,
   type Grammar,
   type JinjaTemplate,
@@ -86,29 +84,17 @@ export class GgufEngine {
   }
 
   static async load(options: GgufEngineOptions): Promise<GgufEngine> {
-    const modelPath = path.resolve(options.modelPath);
-    if (!existsSync(modelPath) || !statSync(modelPath).isFile()) {
-      throw new ConfigError(
-        `${options.where}.model_path: no such file (${options.modelPath}); give the path of a GGUF model file.`,
-      );
-    }
-    const runtime = await importRuntime('gguf_model');
-    const llama = await cpuLlama(runtime);
-    let model: Model;
-    try {
-      model = await llama.loadModel({ modelPath });
-    } catch (error) {
-      await llama.dispose();
-      throw new ConfigError(
-        `${options.where}.model_path: llama.cpp could not load ${options.modelPath} as a GGUF model (${firstLine(error)}).`,
-      );
-    }
+    const { runtime, llama, model } = await loadGgufFile('gguf_model', options.modelPath, {
+      missing: `${options.where}.model_path: no such file (${options.modelPath}); give the path of a GGUF model file.`,
+      unloadable: (reason) =>
+        `${options.where}.model_path: llama.cpp could not load ${options.modelPath} as a GGUF model (${reason}).`,
+    });
     const source = model.fileInfo.metadata.tokenizer?.chat_template;
     if (typeof source !== 'string' || source === '') {
       await model.dispose();
       await llama.dispose();
       throw new ConfigError(
-        `${options.where}.model_path: ${path.basename(modelPath)} has no chat template (tokenizer.chat_template), ` +
+        `${options.where}.model_path: ${path.basename(options.modelPath)} has no chat template (tokenizer.chat_template), ` +
           'so chat messages cannot be turned into its prompt; use a chat (instruct) model.',
       );
     }
@@ -116,7 +102,7 @@ export class GgufEngine {
     const contextSize = options.contextSize ?? Math.min(model.trainContextSize, 8192);
     const context = await model.createContext({ contextSize, sequences: options.parallel, threads: options.threads });
     const sequences = Array.from({ length: options.parallel }, () => context.getSequence());
-    const name = path.basename(modelPath);
+    const name = path.basename(options.modelPath);
     return new GgufEngine(runtime, llama, model, context, new Template(source), sequences, name);
   }
 

@@ -4,7 +4,9 @@
  * compiles without the package. The model's chat template is rendered with `@huggingface/jinja`, the renderer
  * node-llama-cpp itself depends on, resolved from node-llama-cpp's own location (it is not tsgym's dependency).
  */
+import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../../errors.js';
 
@@ -88,7 +90,7 @@ export type JinjaTemplateClass = new (source: string) => JinjaTemplate;
  * node-llama-cpp, or a ConfigError saying how to install it; `who` names what needs it (`gguf_model`). `Runtime` is
  * the slice of its API the caller types (the local-model example uses another slice than gguf_model).
  */
-export async function importRuntime<Runtime = NodeLlamaCpp>(who: string): Promise<Runtime> {
+async function importRuntime<Runtime = NodeLlamaCpp>(who: string): Promise<Runtime> {
   try {
     return (await import(RUNTIME_PACKAGE)) as Runtime;
   } catch (error) {
@@ -105,7 +107,7 @@ export async function importRuntime<Runtime = NodeLlamaCpp>(who: string): Promis
 }
 
 /** The CPU runtime, never a build or a download at run time: the prebuilt binary from the npm registry or nothing. */
-export async function cpuLlama<L = Llama>(runtime: {
+async function cpuLlama<L = Llama>(runtime: {
   getLlama(options: { gpu: false; build: 'never'; logLevel: 'error' }): Promise<L>;
 }): Promise<L> {
   try {
@@ -116,6 +118,40 @@ export async function cpuLlama<L = Llama>(runtime: {
         `${RUNTIME_PACKAGE}@${NODE_LLAMA_CPP_VERSION} with its optional dependencies, or the one for your platform ` +
         `(e.g. @node-llama-cpp/linux-x64@${NODE_LLAMA_CPP_VERSION}).`,
     );
+  }
+}
+
+type CpuOptions = { gpu: false; build: 'never'; logLevel: 'error' };
+type LlamaOf<Runtime> = Runtime extends { getLlama(options: CpuOptions): Promise<infer L> } ? L : never;
+type ModelOf<L> = L extends { loadModel(options: { modelPath: string }): Promise<infer M> } ? M : never;
+
+/** What to say when the GGUF file is not there, or llama.cpp cannot load it (`reason`: its first line). */
+export interface GgufFileErrors {
+  missing: string;
+  unloadable: (reason: string) => string;
+}
+
+/**
+ * The runtime, its CPU llama.cpp and the GGUF file loaded in it; a missing file, a missing runtime or a file llama.cpp
+ * cannot load is a ConfigError (`who` names what needs the runtime). `Runtime` is the caller's slice of node-llama-cpp.
+ */
+export async function loadGgufFile<Runtime extends { getLlama(options: CpuOptions): Promise<unknown> } = NodeLlamaCpp>(
+  who: string,
+  file: string,
+  errors: GgufFileErrors,
+): Promise<{ runtime: Runtime; llama: LlamaOf<Runtime>; model: ModelOf<LlamaOf<Runtime>> }> {
+  const modelPath = path.resolve(file);
+  if (!existsSync(modelPath) || !statSync(modelPath).isFile()) throw new ConfigError(errors.missing);
+  const runtime = await importRuntime<Runtime>(who);
+  const llama = (await cpuLlama(runtime)) as LlamaOf<Runtime> & {
+    loadModel(options: { modelPath: string }): Promise<ModelOf<LlamaOf<Runtime>>>;
+    dispose(): Promise<void>;
+  };
+  try {
+    return { runtime, llama, model: await llama.loadModel({ modelPath }) };
+  } catch (error) {
+    await llama.dispose();
+    throw new ConfigError(errors.unloadable(firstLine(error)));
   }
 }
 
