@@ -123,19 +123,20 @@ function firstChoice(answer: Record<string, unknown>): Record<string, unknown> |
   return Array.isArray(answer.choices) && isRecord(answer.choices[0]) ? answer.choices[0] : undefined;
 }
 
-function vllmGeneration(answer: AnswerTokens): Omit<CapturedTokens, 'prompt_token_ids'> {
-  const content = requireLogprobs(answer, 'return_token_id_information (logprobs, return_tokens_as_token_ids)');
+/**
+ * The generated ids and log-probs of `logprobs.content`, each entry's id read by `idOf` (the two shapes name it
+ * differently); where the answer also lists `choices[0].token_ids`, the two must agree.
+ */
+function generationOf(
+  answer: AnswerTokens,
+  asked: string,
+  idOf: (entry: unknown, i: number) => number,
+): Omit<CapturedTokens, 'prompt_token_ids'> {
+  const content = requireLogprobs(answer, asked);
   const ids: number[] = [];
   const logProbs: number[] = [];
   content.forEach((entry, i) => {
-    const token = isRecord(entry) ? entry.token : undefined;
-    const match = typeof token === 'string' ? /^token_id:(\d+)$/.exec(token) : null;
-    if (!match) {
-      throw new TokenIdsMalformed(
-        `logprobs.content[${i}].token is not 'token_id:<n>' (is return_tokens_as_token_ids honoured by this vLLM?)`,
-      );
-    }
-    ids.push(tokenId(Number(match[1]), `logprobs.content[${i}].token`));
+    ids.push(idOf(entry, i));
     logProbs.push(logProb(isRecord(entry) ? entry.logprob : undefined, i));
   });
   if (answer.choiceTokenIds !== undefined && !sameIds(answer.choiceTokenIds, ids)) {
@@ -144,11 +145,23 @@ function vllmGeneration(answer: AnswerTokens): Omit<CapturedTokens, 'prompt_toke
   return { generation_token_ids: ids, generation_log_probs: logProbs };
 }
 
+/** vLLM with `return_tokens_as_token_ids`: each entry's `token` reads `token_id:<n>`. */
+function vllmGeneration(answer: AnswerTokens): Omit<CapturedTokens, 'prompt_token_ids'> {
+  return generationOf(answer, 'return_token_id_information (logprobs, return_tokens_as_token_ids)', (entry, i) => {
+    const token = isRecord(entry) ? entry.token : undefined;
+    const match = typeof token === 'string' ? /^token_id:(\d+)$/.exec(token) : null;
+    if (!match) {
+      throw new TokenIdsMalformed(
+        `logprobs.content[${i}].token is not 'token_id:<n>' (is return_tokens_as_token_ids honoured by this vLLM?)`,
+      );
+    }
+    return tokenId(Number(match[1]), `logprobs.content[${i}].token`);
+  });
+}
+
+/** llama-server (and gguf_model): each entry's `id`. */
 function llamaGeneration(answer: AnswerTokens): Omit<CapturedTokens, 'prompt_token_ids'> {
-  const content = requireLogprobs(answer, 'logprobs');
-  const ids: number[] = [];
-  const logProbs: number[] = [];
-  content.forEach((entry, i) => {
+  return generationOf(answer, 'logprobs', (entry, i) => {
     const id = isRecord(entry) ? entry.id : undefined;
     if (id === undefined) {
       throw new TokenIdCaptureUnsupported(
@@ -157,13 +170,8 @@ function llamaGeneration(answer: AnswerTokens): Omit<CapturedTokens, 'prompt_tok
           'vLLM, or openai_model in front of llama-server',
       );
     }
-    ids.push(tokenId(id, `logprobs.content[${i}].id`));
-    logProbs.push(logProb(isRecord(entry) ? entry.logprob : undefined, i));
+    return tokenId(id, `logprobs.content[${i}].id`);
   });
-  if (answer.choiceTokenIds !== undefined && !sameIds(answer.choiceTokenIds, ids)) {
-    throw new TokenIdsMalformed('choices[0].token_ids disagrees with the ids of logprobs.content');
-  }
-  return { generation_token_ids: ids, generation_log_probs: logProbs };
 }
 
 function requireLogprobs(answer: AnswerTokens, asked: string): unknown[] {
