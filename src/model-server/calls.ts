@@ -102,7 +102,7 @@ class CallRecorder {
       latency_total_ms: null,
       latency_ttft_ms: null,
     };
-    if (rollout) rollout.inFlight++;
+    rollout?.callStarted();
   }
 
   tokens(stats: TokenStats): void {
@@ -119,10 +119,7 @@ class CallRecorder {
     record.completed_at = Date.now() / 1000;
     record.latency_total_ms = round(now - this.startedMs);
     if (firstContentAt !== null) record.latency_ttft_ms = round(firstContentAt - this.startedMs);
-    if (this.rollout) {
-      this.rollout.inFlight--;
-      this.rollout.record(record);
-    }
+    this.rollout?.callFinished(record);
     count(record, (now - this.startedMs) / 1000);
   }
 }

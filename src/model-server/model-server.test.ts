@@ -291,6 +291,59 @@ describe('model server', () => {
     }
   });
 
+  it('waits at close for a call still running, and answers one that outlasts the wait as a gap', async () => {
+    // A real upstream that holds every request until the test lets it go.
+    const held: (() => void)[] = [];
+    let arrived: () => void = () => {};
+    const holding = http.createServer((req, res) => {
+      req.resume();
+      held.push(() => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [], usage: null }));
+      });
+      arrived();
+    });
+    await new Promise<void>((resolve) => holding.listen(0, '127.0.0.1', resolve));
+    const settling = await startTestModelServer({
+      upstreamUrl: `http://127.0.0.1:${(holding.address() as AddressInfo).port}/v1`,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      limits: { maxOpen: 4, maxCallsPerRollout: 4, idleMs: 60_000, closeSettleMs: 300 },
+      log: (line) => logs.push(line),
+    });
+    const at = (path: string, body: unknown) =>
+      request(`${settling.url}${path}`, { method: 'POST', json: body, timeoutMs: 60_000 });
+    const upstreamHas = () => new Promise<void>((resolve) => (arrived = resolve));
+    try {
+      // Released while the close waits: the call is recorded as what it was.
+      assert.equal((await at('/ng-rollout/slow/open', {})).status, 200);
+      let reached = upstreamHas();
+      const call = at('/ng-rollout/slow/v1/chat/completions', chat('x'));
+      await reached;
+      const closing = at('/ng-rollout/slow/close', {});
+      const late = await at('/ng-rollout/slow/v1/chat/completions', chat('late'));
+      assert.equal(late.status, 404, 'a closing rollout takes no new call');
+      held.shift()!();
+      assert.equal((await call).status, 200);
+      const settled = (await closing).json() as ModelCallCapture;
+      assert.equal(settled.calls.length, 1);
+      assert.equal(settled.calls[0]!.error_category, null);
+      assert.equal(settled.gaps, undefined);
+      // Never released within the wait: a gap, and the call's late record goes nowhere.
+      assert.equal((await at('/ng-rollout/stuck/open', {})).status, 200);
+      reached = upstreamHas();
+      const stuck = at('/ng-rollout/stuck/v1/chat/completions', chat('x'));
+      await reached;
+      const gapped = (await at('/ng-rollout/stuck/close', {})).json() as ModelCallCapture;
+      assert.equal(gapped.calls.length, 0);
+      assert.deepEqual(gapped.gaps, [{ code: 'model_call_capture_incomplete', detail: '1 call(s) still running' }]);
+      held.shift()!();
+      assert.equal((await stuck).status, 200);
+    } finally {
+      await settling.close();
+      await closeServer(holding);
+    }
+  });
+
   it('bounds open rollouts and drops idle ones', async () => {
     const opened: string[] = [];
     let refused: { status: number; text: string } | undefined;

@@ -18,9 +18,17 @@ export interface RolloutBookLimits {
    * are dropped and the rollout carries a gap, so its row is masked rather than trained on. Unset: the default.
    */
   maxCapturedTokensPerRollout?: number;
+  /**
+   * How long a close waits for the rollout's running calls to finish before it answers them as a gap. A service that
+   * drops a model call and replies at once races the model server's noticing of the dropped connection; the wait lets
+   * that call end as what it was (`client_gone`). Unset: the default.
+   */
+  closeSettleMs?: number;
 }
 
 export const DEFAULT_MAX_CAPTURED_TOKENS_PER_ROLLOUT = 4_000_000;
+/** Well under the remote agent's 30 s bookkeeping timeout, so a close always answers before the agent gives up on it. */
+const DEFAULT_CLOSE_SETTLE_MS = 10_000;
 
 export class OpenRollout {
   readonly calls: ModelCallRecord[] = [];
@@ -29,7 +37,8 @@ export class OpenRollout {
   private dropped = 0;
   private capturedTokens = 0;
   private tokensDropped = 0;
-  inFlight = 0;
+  private running = 0;
+  private settled: (() => void)[] = [];
   closed = false;
   lastTouched = Date.now();
 
@@ -44,7 +53,34 @@ export class OpenRollout {
     return this.nextIndex++;
   }
 
-  record(call: ModelCallRecord): void {
+  /** Calls started and not yet recorded. */
+  get inFlight(): number {
+    return this.running;
+  }
+
+  callStarted(): void {
+    this.running++;
+  }
+
+  /** A started call's end: its record (kept unless the rollout is closed), and a wake-up for a close waiting on it. */
+  callFinished(call: ModelCallRecord): void {
+    this.running--;
+    this.record(call);
+    if (this.running === 0) for (const wake of this.settled.splice(0)) wake();
+  }
+
+  /** Resolves when no call is running, or after `ms`, whichever is first. */
+  async settle(ms: number): Promise<void> {
+    if (this.running === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.settled.push(resolve);
+      timer = setTimeout(resolve, ms).unref();
+    });
+    clearTimeout(timer);
+  }
+
+  private record(call: ModelCallRecord): void {
     if (this.closed) return;
     this.lastTouched = Date.now();
     if (this.calls.length < this.maxCalls) this.calls.push(this.withinTokenCap(call));
@@ -124,11 +160,16 @@ export class RolloutBook {
     return rollout;
   }
 
-  /** Close `id` and hand back what it recorded; undefined when it is not open. */
-  close(id: string): OpenRollout | undefined {
+  /**
+   * Close `id` and hand back what it recorded; undefined when it is not open. The id takes no new call from the start
+   * of the close; calls already running are waited for (bounded by `closeSettleMs`), and any still running then are a
+   * gap.
+   */
+  async close(id: string): Promise<OpenRollout | undefined> {
     const rollout = this.open.get(id);
     if (!rollout) return undefined;
     this.open.delete(id);
+    await rollout.settle(this.limits.closeSettleMs ?? DEFAULT_CLOSE_SETTLE_MS);
     rollout.closed = true;
     if (rollout.inFlight > 0) {
       rollout.gaps.push({ code: 'model_call_capture_incomplete', detail: `${rollout.inFlight} call(s) still running` });

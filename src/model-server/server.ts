@@ -110,7 +110,7 @@ async function rolloutRoute(req: GymRequest, rollouts: RolloutBook, ctx: CallCon
   }
   const id = segment;
   if (rest === '/open') return openRollout(id, rollouts);
-  if (rest === '/close') return closeRollout(id, rollouts);
+  if (rest === '/close') return await closeRollout(id, rollouts);
   const rollout = rollouts.get(id);
   if (!rollout) {
     return notFound(
@@ -141,8 +141,8 @@ function openRollout(id: string, rollouts: RolloutBook): GymReply {
   return { body: { rollout_id: id, opened: true, replaced: opened.replaced } };
 }
 
-function closeRollout(id: string, rollouts: RolloutBook): GymReply {
-  const rollout = rollouts.close(id);
+async function closeRollout(id: string, rollouts: RolloutBook): Promise<GymReply> {
+  const rollout = await rollouts.close(id);
   modelMetrics.rolloutsOpen.set(rollouts.size);
   if (!rollout) return notFound(`rollout '${id}' is not open on this model server (never opened, closed, or expired)`);
   const capture: ModelCallCapture = {
